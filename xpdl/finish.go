@@ -1,0 +1,44 @@
+package xpdl
+
+// finish completes a freshly read package: it indexes every flow and fills
+// in the documented defaults for implicit gateways. It runs once, before
+// the package is handed out, and never after.
+func finish(pkg *Package) {
+	for _, proc := range pkg.Processes {
+		for _, f := range proc.Flows() {
+			f.index()
+			for _, a := range f.Activities {
+				fillGateways(f, a)
+			}
+		}
+	}
+}
+
+// fillGateways applies the gateway defaults (docs/xpdl-support.md):
+//
+//   - a declared Join or Split element wins;
+//   - a Route's GatewayType (XOR when absent, as the XPDL 2 schema says)
+//     types both its join and its split;
+//   - any other activity with several incoming transitions joins as XOR
+//     (every arrival starts it: BPMN's uncontrolled merge), and with several
+//     outgoing transitions splits as OR (every transition whose condition
+//     holds is taken; unconditional ones always are, so a split with no
+//     conditions behaves as AND).
+//
+// Defaults filled for lack of a declaration are marked Implicit.
+func fillGateways(f *Flow, a *Activity) {
+	in, out := len(f.Incoming(a.ID)), len(f.Outgoing(a.ID))
+	if a.Join.Type == GatewayNone && in > 1 {
+		a.Join = implicitGateway(a, GatewayXOR)
+	}
+	if a.Split.Type == GatewayNone && out > 1 {
+		a.Split = implicitGateway(a, GatewayOR)
+	}
+}
+
+func implicitGateway(a *Activity, dflt GatewayType) Gateway {
+	if a.Route != nil {
+		return Gateway{Type: a.Route.GatewayType, Implicit: !a.Route.declared, Pos: a.Pos}
+	}
+	return Gateway{Type: dflt, Implicit: true, Pos: a.Pos}
+}

@@ -1,0 +1,176 @@
+package xpdl
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/beevik/etree"
+	"golang.org/x/net/html/charset"
+)
+
+// Default limits for hostile input; see ReadOpts.
+const (
+	DefaultMaxBytes    = 16 << 20
+	DefaultMaxDepth    = 128
+	DefaultMaxAttrs    = 256
+	DefaultMaxElements = 2_000_000
+)
+
+// ReadOpts are the options for Read and Load. The zero value is ready to
+// use and applies the default limits.
+type ReadOpts struct {
+	// Name is the source name used in positions and problems when reading
+	// from an io.Reader ("" reads as "<input>").
+	Name string
+	// MaxBytes limits the size of one document (default 16 MiB).
+	MaxBytes int64
+	// MaxDepth limits element nesting (default 128).
+	MaxDepth int
+	// MaxAttrs limits the attributes of one element (default 256).
+	MaxAttrs int
+	// MaxElements limits the elements of one document (default 2,000,000).
+	MaxElements int
+}
+
+func (o *ReadOpts) withDefaults() ReadOpts {
+	var c ReadOpts
+	if o != nil {
+		c = *o
+	}
+	if c.Name == "" {
+		c.Name = "<input>"
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxDepth <= 0 {
+		c.MaxDepth = DefaultMaxDepth
+	}
+	if c.MaxAttrs <= 0 {
+		c.MaxAttrs = DefaultMaxAttrs
+	}
+	if c.MaxElements <= 0 {
+		c.MaxElements = DefaultMaxElements
+	}
+	return c
+}
+
+// document is an XML document parsed into an etree tree, with the source
+// position of every element and the raw inner XML of elements whose child
+// content the model keeps verbatim (ExtendedAttribute).
+type document struct {
+	root *etree.Element
+	pos  map[*etree.Element]Pos
+	raw  map[*etree.Element]string
+}
+
+// rawInnerTags are the local names whose inner XML is kept verbatim.
+var rawInnerTags = map[string]bool{"ExtendedAttribute": true}
+
+// parseDocument reads src into a tree. Element tags are local names and
+// Space holds the namespace URI (not a prefix), so lookups are independent
+// of the prefixes an exporter chose. It enforces the limits of opts and
+// rejects DOCTYPE declarations.
+func parseDocument(src []byte, opts ReadOpts) (*document, error) {
+	fail := func(line, col int, sentinel error, format string, args ...any) error {
+		return &SyntaxError{File: opts.Name, Pos: Pos{line, col}, Msg: fmt.Sprintf(format, args...), Err: sentinel}
+	}
+	if int64(len(src)) > opts.MaxBytes {
+		return nil, fail(1, 1, ErrTooLarge, "input is larger than the limit of %d bytes", opts.MaxBytes)
+	}
+
+	dec := xml.NewDecoder(bytes.NewReader(src))
+	dec.CharsetReader = charset.NewReaderLabel
+	doc := &document{pos: make(map[*etree.Element]Pos), raw: make(map[*etree.Element]string)}
+	var (
+		stack    []*etree.Element
+		rawStart []int64 // inner start offsets of open raw elements, -1 for others
+		elements int
+	)
+	for {
+		line, col := dec.InputPos()
+		before := dec.InputOffset()
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var se *xml.SyntaxError
+			// The decoder stops where it noticed the fault; report there.
+			line, col = dec.InputPos()
+			if errors.As(err, &se) {
+				if se.Line != line {
+					line, col = se.Line, 1
+				}
+				return nil, fail(line, col, ErrMalformed, "malformed XML: %s", se.Msg)
+			}
+			return nil, fail(line, col, ErrMalformed, "malformed XML: %v", err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			elements++
+			if elements > opts.MaxElements {
+				return nil, fail(line, col, ErrTooManyElements, "more than %d elements", opts.MaxElements)
+			}
+			if len(stack) >= opts.MaxDepth {
+				return nil, fail(line, col, ErrTooDeep, "element <%s> nested deeper than the limit of %d", t.Name.Local, opts.MaxDepth)
+			}
+			if len(t.Attr) > opts.MaxAttrs {
+				return nil, fail(line, col, ErrTooManyAttrs, "element <%s> has %d attributes, more than the limit of %d", t.Name.Local, len(t.Attr), opts.MaxAttrs)
+			}
+			el := etree.NewElement(t.Name.Local)
+			el.Space = t.Name.Space
+			for _, a := range t.Attr {
+				// Only unqualified attributes belong to XPDL; vendor
+				// (xpdExt:, g360:) and xmlns attributes are dropped.
+				if a.Name.Space == "" && a.Name.Local != "xmlns" {
+					el.CreateAttr(a.Name.Local, a.Value)
+				}
+			}
+			if len(stack) == 0 {
+				if doc.root != nil {
+					return nil, fail(line, col, ErrMalformed, "malformed XML: more than one root element")
+				}
+				doc.root = el
+			} else {
+				stack[len(stack)-1].AddChild(el)
+			}
+			doc.pos[el] = Pos{line, col}
+			stack = append(stack, el)
+			if rawInnerTags[t.Name.Local] {
+				rawStart = append(rawStart, dec.InputOffset())
+			} else {
+				rawStart = append(rawStart, -1)
+			}
+		case xml.EndElement:
+			top := stack[len(stack)-1]
+			if start := rawStart[len(rawStart)-1]; start >= 0 && len(top.ChildElements()) > 0 {
+				doc.raw[top] = strings.TrimSpace(string(src[start:before]))
+			}
+			stack = stack[:len(stack)-1]
+			rawStart = rawStart[:len(rawStart)-1]
+		case xml.CharData:
+			if len(stack) > 0 {
+				stack[len(stack)-1].CreateText(string(t))
+			}
+		case xml.Directive:
+			if strings.HasPrefix(strings.TrimSpace(string(t)), "DOCTYPE") {
+				return nil, fail(line, col, ErrDOCTYPE, "DOCTYPE declarations are not accepted in XPDL input")
+			}
+		}
+	}
+	if doc.root == nil {
+		return nil, fail(1, 1, ErrMalformed, "malformed XML: no root element")
+	}
+	return doc, nil
+}
+
+// readAll reads at most limit+1 bytes so that an oversized input is
+// detected without reading all of it.
+func readAll(r io.Reader, limit int64) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, limit+1))
+}

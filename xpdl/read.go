@@ -1,0 +1,935 @@
+package xpdl
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/beevik/etree"
+)
+
+// The XPDL namespaces, by version.
+var namespaces = map[string]Version{
+	"http://www.wfmc.org/2002/XPDL1.0":      Version10,
+	"http://www.wfmc.org/2004/XPDL2.0alpha": Version20,
+	"http://www.wfmc.org/2008/XPDL2.1":      Version21,
+	"http://www.wfmc.org/2009/XPDL2.2":      Version22,
+}
+
+// Read reads one XPDL package from r. It does not load the package's
+// ExternalPackages (Load does). The error is a *SyntaxError when the input
+// is not well-formed XML, breaks a hostile-input limit, or is not an XPDL
+// package; otherwise it is an I/O error of r. Problems the reader notices
+// in a readable package (unknown enumeration values, say) are not errors
+// here: Validate reports them with the semantic problems.
+func Read(r io.Reader, opts *ReadOpts) (*Package, error) {
+	o := opts.withDefaults()
+	src, err := readAll(r, o.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", o.Name, err)
+	}
+	return readBytes(src, o)
+}
+
+func readBytes(src []byte, o ReadOpts) (*Package, error) {
+	doc, err := parseDocument(src, o)
+	if err != nil {
+		return nil, err
+	}
+	rd := &reader{doc: doc, file: o.Name}
+	pkg, err := rd.readPackage(doc.root)
+	if err != nil {
+		return nil, err
+	}
+	pkg.Source = o.Name
+	finish(pkg)
+	pkg.readProblems = rd.problems
+	return pkg, nil
+}
+
+// reader turns a parsed document into the model, collecting the problems
+// it notices on the way.
+type reader struct {
+	doc      *document
+	file     string
+	version  Version
+	script   string // the package's Script Type, the default grammar
+	problems Problems
+}
+
+func (r *reader) pos(e *etree.Element) Pos { return r.doc.pos[e] }
+
+func (r *reader) problem(e *etree.Element, sev Severity, code string, ids []string, format string, args ...any) {
+	p := r.pos(e)
+	r.problems = append(r.problems, Problem{
+		File: r.file, Line: p.Line, Col: p.Col, Severity: sev, Code: code,
+		Message: fmt.Sprintf(format, args...), IDs: ids,
+	})
+}
+
+// isXPDL reports whether an element belongs to XPDL rather than to a
+// vendor extension: a WfMC namespace, or no namespace at all.
+func isXPDL(e *etree.Element) bool {
+	return e.Space == "" || strings.HasPrefix(e.Space, "http://www.wfmc.org/")
+}
+
+// child returns the first XPDL child element with the given local name.
+func child(e *etree.Element, name string) *etree.Element {
+	if e == nil {
+		return nil
+	}
+	for _, c := range e.ChildElements() {
+		if c.Tag == name && isXPDL(c) {
+			return c
+		}
+	}
+	return nil
+}
+
+// children returns the XPDL child elements with the given local name.
+func children(e *etree.Element, name string) []*etree.Element {
+	if e == nil {
+		return nil
+	}
+	var out []*etree.Element
+	for _, c := range e.ChildElements() {
+		if c.Tag == name && isXPDL(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// grandchildren returns children(child(e, list), item): the items of a
+// wrapper list such as Activities/Activity.
+func grandchildren(e *etree.Element, list, item string) []*etree.Element {
+	return children(child(e, list), item)
+}
+
+// attr returns the value of an unqualified attribute, or "".
+func attr(e *etree.Element, name string) string {
+	if e == nil {
+		return ""
+	}
+	for _, a := range e.Attr {
+		if a.Space == "" && a.Key == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// hasAttr reports whether the unqualified attribute is present.
+func hasAttr(e *etree.Element, name string) bool {
+	if e == nil {
+		return false
+	}
+	for _, a := range e.Attr {
+		if a.Space == "" && a.Key == name {
+			return true
+		}
+	}
+	return false
+}
+
+// text returns an element's own character data, trimmed.
+func text(e *etree.Element) string {
+	if e == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range e.Child {
+		if cd, ok := t.(*etree.CharData); ok {
+			b.WriteString(cd.Data)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// childText returns the text of the first XPDL child with the given name.
+func childText(e *etree.Element, name string) string { return text(child(e, name)) }
+
+func (r *reader) readPackage(root *etree.Element) (*Package, error) {
+	if root.Tag != "Package" {
+		p := r.pos(root)
+		return nil, &SyntaxError{File: r.file, Pos: p, Err: ErrNotXPDL,
+			Msg: fmt.Sprintf("root element is <%s>, not an XPDL <Package>", root.Tag)}
+	}
+	pkg := &Package{ID: attr(root, "Id"), Name: attr(root, "Name"), Pos: r.pos(root)}
+	hdr := child(root, "PackageHeader")
+	pkg.Header = PackageHeader{
+		XPDLVersion:   childText(hdr, "XPDLVersion"),
+		Vendor:        childText(hdr, "Vendor"),
+		Created:       childText(hdr, "Created"),
+		Modified:      childText(hdr, "ModificationDate"),
+		Description:   childText(hdr, "Description"),
+		Documentation: childText(hdr, "Documentation"),
+		CostUnit:      childText(hdr, "CostUnit"),
+		Priority:      childText(hdr, "PriorityUnit"),
+	}
+	if v, ok := namespaces[root.Space]; ok {
+		pkg.Version = v
+	} else {
+		pkg.Version = versionFromHeader(pkg.Header.XPDLVersion)
+		r.problem(root, SeverityWarning, "namespace", []string{pkg.ID},
+			"package %q uses namespace %q, not an XPDL one; read as XPDL %s", pkg.ID, root.Space, pkg.Version)
+	}
+	r.version = pkg.Version
+
+	pkg.Redefinable = r.readRedefinable(child(root, "RedefinableHeader"))
+	if cc := child(root, "ConformanceClass"); cc != nil {
+		pkg.Conformance = r.readConformance(cc)
+	}
+	if s := child(root, "Script"); s != nil {
+		pkg.Script = Script{Type: attr(s, "Type"), Version: attr(s, "Version"), Grammar: attr(s, "Grammar")}
+	}
+	r.script = pkg.Script.Type
+
+	for _, e := range grandchildren(root, "ExternalPackages", "ExternalPackage") {
+		ext := &ExternalPackage{Href: attr(e, "href"), ID: attr(e, "Id"), Pos: r.pos(e)}
+		if ext.ID == "" {
+			ext.ID, _ = r.readExtendedAttributes(e).Get("EXTERNAL_PACKAGE_ID")
+		}
+		pkg.ExternalPackages = append(pkg.ExternalPackages, ext)
+	}
+	for _, e := range grandchildren(root, "TypeDeclarations", "TypeDeclaration") {
+		pkg.TypeDeclarations = append(pkg.TypeDeclarations, &TypeDeclaration{
+			ID: attr(e, "Id"), Name: attr(e, "Name"), Type: r.readTypeIn(e), Pos: r.pos(e),
+		})
+	}
+	pkg.Participants = r.readParticipants(child(root, "Participants"))
+	pkg.Applications = r.readApplications(child(root, "Applications"))
+	pkg.DataFields = r.readDataFields(child(root, "DataFields"))
+	for _, e := range grandchildren(root, "Pools", "Pool") {
+		pkg.Pools = append(pkg.Pools, r.readPool(e))
+	}
+	for _, e := range grandchildren(root, "MessageFlows", "MessageFlow") {
+		pkg.MessageFlows = append(pkg.MessageFlows, &MessageFlow{
+			ID: attr(e, "Id"), Name: attr(e, "Name"), Source: attr(e, "Source"), Target: attr(e, "Target"), Pos: r.pos(e),
+		})
+	}
+	for _, e := range grandchildren(root, "WorkflowProcesses", "WorkflowProcess") {
+		pkg.Processes = append(pkg.Processes, r.readProcess(e))
+	}
+	pkg.ExtendedAttributes = r.readExtendedAttributes(root)
+	return pkg, nil
+}
+
+func versionFromHeader(v string) Version {
+	switch {
+	case strings.HasPrefix(v, "2.2"):
+		return Version22
+	case strings.HasPrefix(v, "2.1"):
+		return Version21
+	case strings.HasPrefix(v, "2.0"), strings.HasPrefix(v, "2"):
+		return Version20
+	}
+	return Version10
+}
+
+func (r *reader) readConformance(e *etree.Element) GraphConformance {
+	raw := attr(e, "GraphConformance")
+	switch strings.ToUpper(strings.ReplaceAll(raw, "-", "_")) {
+	case "":
+		return ConformanceNone
+	case "NON_BLOCKED":
+		return ConformanceNonBlocked
+	case "LOOP_BLOCKED":
+		return ConformanceLoopBlocked
+	case "FULL_BLOCKED":
+		return ConformanceFullBlocked
+	}
+	r.problem(e, SeverityWarning, "unknown-value", nil, "unknown GraphConformance %q; treated as NON_BLOCKED", raw)
+	return ConformanceNonBlocked
+}
+
+func (r *reader) readRedefinable(e *etree.Element) RedefinableHeader {
+	if e == nil {
+		return RedefinableHeader{}
+	}
+	h := RedefinableHeader{
+		PublicationStatus: attr(e, "PublicationStatus"),
+		Author:            childText(e, "Author"),
+		Version:           childText(e, "Version"),
+		Codepage:          childText(e, "Codepage"),
+		Countrykey:        childText(e, "Countrykey"),
+	}
+	for _, resp := range grandchildren(e, "Responsibles", "Responsible") {
+		h.Responsibles = append(h.Responsibles, text(resp))
+	}
+	return h
+}
+
+// readExtendedAttributes reads e's ExtendedAttributes list.
+func (r *reader) readExtendedAttributes(e *etree.Element) ExtendedAttributes {
+	var out ExtendedAttributes
+	for _, ea := range grandchildren(e, "ExtendedAttributes", "ExtendedAttribute") {
+		out = append(out, ExtendedAttribute{
+			Name: attr(ea, "Name"), Value: attr(ea, "Value"), Content: r.doc.raw[ea], Pos: r.pos(ea),
+		})
+	}
+	return out
+}
+
+// The element names of the DataType alternatives.
+var typeElements = []string{
+	"BasicType", "DeclaredType", "SchemaType", "ExternalReference", "RecordType",
+	"UnionType", "EnumerationType", "ArrayType", "ListType",
+}
+
+// readTypeIn reads the data type alternative that is a direct child of e
+// (a DataType, TypeDeclaration, Member, ArrayType or ListType element).
+func (r *reader) readTypeIn(e *etree.Element) DataType {
+	for _, c := range e.ChildElements() {
+		if !isXPDL(c) {
+			continue
+		}
+		for _, name := range typeElements {
+			if c.Tag == name {
+				return r.readTypeElement(c)
+			}
+		}
+	}
+	return DataType{Kind: TypeUnknown}
+}
+
+func (r *reader) readTypeElement(c *etree.Element) DataType {
+	switch c.Tag {
+	case "BasicType":
+		raw := attr(c, "Type")
+		bt := BasicType(strings.ToUpper(raw))
+		switch bt {
+		case BasicString, BasicFloat, BasicInteger, BasicReference, BasicDateTime,
+			BasicDate, BasicTime, BasicBoolean, BasicPerformer:
+		default:
+			r.problem(c, SeverityError, "unknown-value", nil, "unknown BasicType %q", raw)
+		}
+		return DataType{Kind: TypeBasic, Basic: bt}
+	case "DeclaredType":
+		return DataType{Kind: TypeDeclared, Declared: attr(c, "Id")}
+	case "SchemaType":
+		return DataType{Kind: TypeSchema}
+	case "ExternalReference":
+		return DataType{Kind: TypeExternal, External: attr(c, "location")}
+	case "EnumerationType":
+		dt := DataType{Kind: TypeEnumeration}
+		for _, v := range children(c, "EnumerationValue") {
+			dt.Enum = append(dt.Enum, attr(v, "Name"))
+		}
+		return dt
+	case "ArrayType", "ListType":
+		elem := r.readTypeIn(c)
+		kind := TypeArray
+		if c.Tag == "ListType" {
+			kind = TypeList
+		}
+		return DataType{Kind: kind, Elem: &elem}
+	case "RecordType", "UnionType":
+		kind := TypeRecord
+		if c.Tag == "UnionType" {
+			kind = TypeUnion
+		}
+		dt := DataType{Kind: kind}
+		for _, m := range children(c, "Member") {
+			dt.Members = append(dt.Members, r.readTypeIn(m))
+		}
+		return dt
+	}
+	return DataType{Kind: TypeUnknown}
+}
+
+func (r *reader) readParticipants(list *etree.Element) []*Participant {
+	var out []*Participant
+	for _, e := range children(list, "Participant") {
+		p := &Participant{
+			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
+			Pos: r.pos(e), ExtendedAttributes: r.readExtendedAttributes(e),
+		}
+		pt := child(e, "ParticipantType")
+		raw := attr(pt, "Type")
+		p.Type = ParticipantType(strings.ToUpper(raw))
+		switch p.Type {
+		case ParticipantHuman, ParticipantRole, ParticipantOrgUnit, ParticipantResource,
+			ParticipantResourceSet, ParticipantSystem:
+		default:
+			at := pt
+			if at == nil {
+				at = e
+			}
+			r.problem(at, SeverityWarning, "unknown-value", []string{p.ID},
+				"participant %q has unknown ParticipantType %q; treated as ROLE", p.ID, raw)
+			p.Type = ParticipantRole
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// The XPDL 2 application type elements under Application/Type.
+var applicationTypes = []string{"Ejb", "Pojo", "Xslt", "Script", "WebService", "BusinessRule", "Form"}
+
+func (r *reader) readApplications(list *etree.Element) []*Application {
+	var out []*Application
+	for _, e := range children(list, "Application") {
+		a := &Application{
+			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
+			FormalParameters: r.readFormalParameters(child(e, "FormalParameters")),
+			Pos:              r.pos(e), ExtendedAttributes: r.readExtendedAttributes(e),
+		}
+		if t := child(e, "Type"); t != nil {
+			for _, name := range applicationTypes {
+				if child(t, name) != nil {
+					a.Type = name
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func (r *reader) readFormalParameters(list *etree.Element) []*FormalParameter {
+	var out []*FormalParameter
+	for _, e := range children(list, "FormalParameter") {
+		fp := &FormalParameter{
+			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
+			IsArray: isTrue(attr(e, "IsArray")), Type: r.readTypeIn(child(e, "DataType")), Pos: r.pos(e),
+		}
+		if fp.Type.Kind == TypeUnknown {
+			// XPDL 2 allows the type element directly? Real files always
+			// wrap it in DataType; fall back for tolerance.
+			fp.Type = r.readTypeIn(e)
+		}
+		raw := attr(e, "Mode")
+		switch ParamMode(strings.ToUpper(raw)) {
+		case "":
+			fp.Mode = ModeIn
+		case ModeIn, ModeOut, ModeInOut:
+			fp.Mode = ParamMode(strings.ToUpper(raw))
+		default:
+			r.problem(e, SeverityError, "unknown-value", []string{fp.ID}, "formal parameter %q has unknown Mode %q", fp.ID, raw)
+			fp.Mode = ModeIn
+		}
+		out = append(out, fp)
+	}
+	return out
+}
+
+func (r *reader) readDataFields(list *etree.Element) []*DataField {
+	var out []*DataField
+	for _, e := range children(list, "DataField") {
+		df := &DataField{
+			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
+			IsArray: isTrue(attr(e, "IsArray")), ReadOnly: isTrue(attr(e, "ReadOnly")),
+			Correlation: isTrue(attr(e, "Correlation")), Length: childText(e, "Length"),
+			Type: r.readTypeIn(child(e, "DataType")), Pos: r.pos(e),
+			ExtendedAttributes: r.readExtendedAttributes(e),
+		}
+		if iv := child(e, "InitialValue"); iv != nil {
+			df.InitialValue, df.HasInitialValue = text(iv), true
+		}
+		out = append(out, df)
+	}
+	return out
+}
+
+func isTrue(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
+
+func (r *reader) readPool(e *etree.Element) *Pool {
+	p := &Pool{ID: attr(e, "Id"), Name: attr(e, "Name"), Process: attr(e, "Process"), Pos: r.pos(e)}
+	for _, l := range grandchildren(e, "Lanes", "Lane") {
+		lane := &Lane{ID: attr(l, "Id"), Name: attr(l, "Name"), ParentLane: attr(l, "ParentLane"), Pos: r.pos(l)}
+		for _, perf := range grandchildren(l, "Performers", "Performer") {
+			lane.Performers = append(lane.Performers, text(perf))
+		}
+		p.Lanes = append(p.Lanes, lane)
+	}
+	return p
+}
+
+func (r *reader) readProcess(e *etree.Element) *Process {
+	p := &Process{
+		ID: attr(e, "Id"), Name: attr(e, "Name"), AccessLevel: attr(e, "AccessLevel"), Pos: r.pos(e),
+		Redefinable:        r.readRedefinable(child(e, "RedefinableHeader")),
+		FormalParameters:   r.readFormalParameters(child(e, "FormalParameters")),
+		DataFields:         r.readDataFields(child(e, "DataFields")),
+		Participants:       r.readParticipants(child(e, "Participants")),
+		Applications:       r.readApplications(child(e, "Applications")),
+		ExtendedAttributes: r.readExtendedAttributes(e),
+	}
+	if h := child(e, "ProcessHeader"); h != nil {
+		est := child(h, "TimeEstimation")
+		p.Header = ProcessHeader{
+			DurationUnit: attr(h, "DurationUnit"),
+			Created:      childText(h, "Created"),
+			Description:  childText(h, "Description"),
+			Priority:     childText(h, "Priority"),
+			Limit:        childText(h, "Limit"),
+			ValidFrom:    childText(h, "ValidFrom"),
+			ValidTo:      childText(h, "ValidTo"),
+			Waiting:      childText(est, "WaitingTime"),
+			Working:      childText(est, "WorkingTime"),
+			Duration:     childText(est, "Duration"),
+		}
+	}
+	for _, s := range grandchildren(e, "ActivitySets", "ActivitySet") {
+		set := &ActivitySet{ID: attr(s, "Id"), Name: attr(s, "Name"), Pos: r.pos(s)}
+		r.readFlow(s, &set.Flow)
+		p.ActivitySets = append(p.ActivitySets, set)
+	}
+	r.readFlow(e, &p.Flow)
+	return p
+}
+
+func (r *reader) readFlow(e *etree.Element, f *Flow) {
+	for _, a := range grandchildren(e, "Activities", "Activity") {
+		f.Activities = append(f.Activities, r.readActivity(a))
+	}
+	for _, t := range grandchildren(e, "Transitions", "Transition") {
+		f.Transitions = append(f.Transitions, r.readTransition(t))
+	}
+}
+
+// expression reads an expression-bearing element: its own text, or the
+// text of an XPDL 2 <Expression> or XPDL 1 <Xpression> child, with the
+// grammar declared on the element, else the package's.
+func (r *reader) expression(e *etree.Element) Expression {
+	if e == nil {
+		return Expression{}
+	}
+	x := Expression{Text: text(e), Pos: r.pos(e), Grammar: r.script}
+	if g := grammarOf(e); g != "" {
+		x.Grammar = g
+	}
+	for _, name := range []string{"Expression", "Xpression"} {
+		if c := child(e, name); c != nil {
+			if t := text(c); t != "" {
+				if x.Text != "" {
+					x.Text += " "
+				}
+				x.Text += t
+			}
+			if g := grammarOf(c); g != "" {
+				x.Grammar = g
+			}
+			x.Pos = r.pos(c)
+		}
+	}
+	return x
+}
+
+func grammarOf(e *etree.Element) string {
+	if g := attr(e, "ScriptGrammar"); g != "" {
+		return g
+	}
+	return attr(e, "ScriptType")
+}
+
+func (r *reader) readTransition(e *etree.Element) *Transition {
+	t := &Transition{
+		ID: attr(e, "Id"), Name: attr(e, "Name"), From: attr(e, "From"), To: attr(e, "To"),
+		Description: childText(e, "Description"), Pos: r.pos(e),
+		ExtendedAttributes: r.readExtendedAttributes(e),
+	}
+	if c := child(e, "Condition"); c != nil {
+		cond := &Condition{Expression: r.expression(c), Pos: r.pos(c)}
+		raw := attr(c, "Type")
+		switch ConditionType(strings.ToUpper(raw)) {
+		case "":
+			cond.Type = ConditionCondition
+		case ConditionCondition, ConditionOtherwise, ConditionException, ConditionDefaultException:
+			cond.Type = ConditionType(strings.ToUpper(raw))
+		default:
+			r.problem(c, SeverityError, "unknown-value", []string{t.ID}, "transition %q has unknown condition Type %q", t.ID, raw)
+			cond.Type = ConditionCondition
+		}
+		t.Condition = cond
+	}
+	return t
+}
+
+func (r *reader) readActivity(e *etree.Element) *Activity {
+	a := &Activity{
+		ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
+		Pos: r.pos(e), Priority: childText(e, "Priority"), Limit: childText(e, "Limit"),
+		Documentation:      attr(child(e, "Documentation"), "href"),
+		ExtendedAttributes: r.readExtendedAttributes(e),
+	}
+	if a.Documentation == "" {
+		a.Documentation = childText(e, "Documentation")
+	}
+	r.readActivityKind(e, a)
+	r.readPerformers(e, a)
+	a.StartMode = r.readMode(e, "StartMode", a.ID)
+	a.FinishMode = r.readMode(e, "FinishMode", a.ID)
+	for _, d := range children(e, "Deadline") {
+		a.Deadlines = append(a.Deadlines, r.readDeadline(d, a.ID))
+	}
+	if l := child(e, "Loop"); l != nil {
+		a.Loop = r.readLoop(l, a.ID)
+	}
+	for _, tr := range grandchildren(e, "TransitionRestrictions", "TransitionRestriction") {
+		if j := child(tr, "Join"); j != nil {
+			a.Join = Gateway{Type: r.gatewayType(j, attr(j, "Type"), a.ID), Pos: r.pos(j)}
+		}
+		if s := child(tr, "Split"); s != nil {
+			a.Split = Gateway{Type: r.gatewayType(s, attr(s, "Type"), a.ID), Pos: r.pos(s)}
+			for _, ref := range grandchildren(s, "TransitionRefs", "TransitionRef") {
+				a.Split.TransitionRefs = append(a.Split.TransitionRefs, attr(ref, "Id"))
+			}
+		}
+	}
+	a.Graphics = r.readGraphics(e, a)
+	return a
+}
+
+// gatewayType maps a Join/Split Type or Route GatewayType to GatewayType.
+func (r *reader) gatewayType(e *etree.Element, raw, activityID string) GatewayType {
+	switch strings.ToUpper(strings.TrimSpace(raw)) {
+	case "XOR", "EXCLUSIVE":
+		return GatewayXOR
+	case "AND", "PARALLEL":
+		return GatewayAND
+	case "OR", "INCLUSIVE":
+		return GatewayOR
+	case "COMPLEX":
+		return GatewayComplex
+	case "":
+		// A Join or Split without Type: the XPDL 2 schema default.
+		return GatewayXOR
+	}
+	r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has unknown gateway type %q", activityID, raw)
+	return GatewayXOR
+}
+
+func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
+	if rt := child(e, "Route"); rt != nil {
+		a.Kind = ActivityRoute
+		a.Route = &Route{GatewayType: GatewayXOR, Instantiate: isTrue(attr(rt, "Instantiate"))}
+		if raw := attr(rt, "GatewayType"); raw != "" {
+			a.Route.GatewayType = r.gatewayType(rt, raw, a.ID)
+			a.Route.declared = true
+		}
+		a.Route.ExclusiveType = attr(rt, "ExclusiveType")
+		if a.Route.ExclusiveType == "" {
+			a.Route.ExclusiveType = attr(rt, "XORType")
+		}
+		return
+	}
+	if b := child(e, "BlockActivity"); b != nil {
+		a.Kind = ActivityBlock
+		set := attr(b, "ActivitySetId")
+		if set == "" {
+			set = attr(b, "BlockId") // XPDL 1.0
+		}
+		a.Block = &Block{ActivitySet: set, StartActivity: attr(b, "StartActivityId"), Pos: r.pos(b)}
+		return
+	}
+	if ev := child(e, "Event"); ev != nil {
+		a.Kind = ActivityEvent
+		a.Event = r.readEvent(ev, a.ID)
+		return
+	}
+	impl := child(e, "Implementation")
+	if impl == nil {
+		// Global 360 and others omit Implementation for a plain task.
+		a.Kind = ActivityNo
+		return
+	}
+	if sf := child(impl, "SubFlow"); sf != nil {
+		a.Kind = ActivitySubFlow
+		a.SubFlow = &SubFlow{
+			Process: attr(sf, "Id"), PackageRef: attr(sf, "PackageRef"),
+			Execution: r.execution(sf, a.ID, ExecSynchr), InstanceDataField: attr(sf, "InstanceDataField"),
+			ActualParameters: r.actualParameters(sf), Pos: r.pos(sf),
+		}
+		return
+	}
+	if tools := children(impl, "Tool"); len(tools) > 0 {
+		a.Kind = ActivityTool
+		for _, t := range tools {
+			tc := &ToolCall{
+				Application: attr(t, "Id"), Type: ToolType(strings.ToUpper(attr(t, "Type"))),
+				ActualParameters: r.actualParameters(t), Description: childText(t, "Description"),
+				Pos: r.pos(t), ExtendedAttributes: r.readExtendedAttributes(t),
+			}
+			if tc.Type == "" {
+				tc.Type = ToolApplication
+			}
+			a.Tools = append(a.Tools, tc)
+		}
+		return
+	}
+	if task := child(impl, "Task"); task != nil {
+		r.readTask(task, a)
+		return
+	}
+	if ref := child(impl, "Reference"); ref != nil {
+		a.Kind = ActivityNo
+		r.problem(ref, SeverityWarning, "unsupported", []string{a.ID},
+			"activity %q: Implementation Reference (to activity %q) is not executed; the activity is a no-op", a.ID, attr(ref, "ActivityId"))
+		return
+	}
+	a.Kind = ActivityNo // <No/> or an empty Implementation
+}
+
+// readTask reads an XPDL 2 Task element.
+func (r *reader) readTask(task *etree.Element, a *Activity) {
+	a.Kind = ActivityNo
+	a.Task = TaskNone
+	for _, c := range task.ChildElements() {
+		if !isXPDL(c) || !strings.HasPrefix(c.Tag, "Task") {
+			continue
+		}
+		switch kind := TaskKind(strings.TrimPrefix(c.Tag, "Task")); kind {
+		case TaskUser, TaskManual:
+			a.Task = kind
+			for _, p := range grandchildren(c, "Performers", "Performer") {
+				a.Performers = append(a.Performers, text(p))
+			}
+		case TaskApplication:
+			a.Task, a.Kind = kind, ActivityTool
+			a.Tools = append(a.Tools, &ToolCall{
+				Application: attr(c, "Id"), Type: ToolApplication, ActualParameters: r.actualParameters(c),
+				Description: childText(c, "Description"), Pos: r.pos(c),
+			})
+		case TaskService, TaskSend, TaskReceive, TaskReference:
+			// Bound to host code by activity id or message name; the
+			// engine calls the application the host registers for it.
+			a.Task, a.Kind = kind, ActivityTool
+			app := attr(c, "ApplicationRef") // not in the schema; some tools write it
+			a.Tools = append(a.Tools, &ToolCall{Application: app, Type: ToolApplication, Pos: r.pos(c)})
+		case TaskScript:
+			a.Task, a.Kind = kind, ActivityScript
+			x := r.expression(child(c, "Script"))
+			a.Script = &x
+		default:
+			r.problem(c, SeverityWarning, "unknown-value", []string{a.ID}, "activity %q has unknown task <%s>; treated as a no-op", a.ID, c.Tag)
+		}
+		return
+	}
+}
+
+// actualParameters reads ActualParameters/ActualParameter under e.
+func (r *reader) actualParameters(e *etree.Element) []Expression {
+	var out []Expression
+	for _, ap := range grandchildren(e, "ActualParameters", "ActualParameter") {
+		out = append(out, r.expression(ap))
+	}
+	return out
+}
+
+func (r *reader) execution(e *etree.Element, activityID string, dflt Execution) Execution {
+	raw := attr(e, "Execution")
+	switch Execution(strings.ToUpper(raw)) {
+	case "":
+		return dflt
+	case ExecSynchr:
+		return ExecSynchr
+	case ExecAsynchr:
+		return ExecAsynchr
+	}
+	r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has unknown Execution %q", activityID, raw)
+	return dflt
+}
+
+// readPerformers reads XPDL 1 <Performer> and XPDL 2 <Performers>.
+func (r *reader) readPerformers(e *etree.Element, a *Activity) {
+	for _, p := range children(e, "Performer") {
+		if t := text(p); t != "" {
+			a.Performers = append(a.Performers, t)
+		}
+	}
+	for _, p := range grandchildren(e, "Performers", "Performer") {
+		if t := text(p); t != "" {
+			a.Performers = append(a.Performers, t)
+		}
+	}
+}
+
+// readMode reads StartMode/FinishMode: an XPDL 1 child element holding
+// <Automatic/> or <Manual/>, or an XPDL 2 attribute.
+func (r *reader) readMode(e *etree.Element, name, activityID string) Mode {
+	if m := child(e, name); m != nil {
+		switch {
+		case child(m, "Automatic") != nil:
+			return ModeAutomatic
+		case child(m, "Manual") != nil:
+			return ModeManual
+		}
+	}
+	raw := attr(e, name)
+	switch strings.ToLower(raw) {
+	case "":
+		return ModeUnspecified
+	case "automatic":
+		return ModeAutomatic
+	case "manual":
+		return ModeManual
+	}
+	r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has unknown %s %q", activityID, name, raw)
+	return ModeUnspecified
+}
+
+func (r *reader) readDeadline(e *etree.Element, activityID string) *Deadline {
+	d := &Deadline{Execution: r.execution(e, activityID, ExecUnspecified), Pos: r.pos(e)}
+	cond := child(e, "DeadlineCondition")
+	if cond == nil {
+		cond = child(e, "DeadlineDuration")
+	}
+	if cond != nil {
+		d.Condition = r.expression(cond)
+	}
+	d.ExceptionName = childText(e, "ExceptionName")
+	return d
+}
+
+func (r *reader) readLoop(e *etree.Element, activityID string) *Loop {
+	l := &Loop{Pos: r.pos(e)}
+	raw := attr(e, "LoopType")
+	switch LoopType(raw) {
+	case LoopNone, LoopStandard, LoopMultiInstance:
+		l.Type = LoopType(raw)
+	case "":
+		l.Type = LoopNone
+		if child(e, "LoopStandard") != nil {
+			l.Type = LoopStandard
+		} else if child(e, "LoopMultiInstance") != nil {
+			l.Type = LoopMultiInstance
+		}
+	default:
+		r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has unknown LoopType %q", activityID, raw)
+		l.Type = LoopNone
+	}
+	if s := child(e, "LoopStandard"); s != nil {
+		l.TestTime = attr(s, "TestTime")
+		l.Maximum = attr(s, "LoopMaximum")
+		l.Condition = r.attrOrChildExpression(s, "LoopCondition")
+	}
+	if m := child(e, "LoopMultiInstance"); m != nil {
+		l.Ordering = attr(m, "MI_Ordering")
+		l.Behavior = attr(m, "MI_FlowCondition")
+		l.MICondition = r.attrOrChildExpression(m, "MI_Condition")
+		l.FlowCondition = r.attrOrChildExpression(m, "ComplexMI_FlowCondition")
+	}
+	return l
+}
+
+// attrOrChildExpression reads an expression written as an attribute
+// (XPDL 2.1) or as a child element (XPDL 2.2).
+func (r *reader) attrOrChildExpression(e *etree.Element, name string) Expression {
+	if c := child(e, name); c != nil {
+		return r.expression(c)
+	}
+	return Expression{Text: strings.TrimSpace(attr(e, name)), Grammar: r.script, Pos: r.pos(e)}
+}
+
+// The event trigger names, with the XPDL 2.0 spellings mapped.
+var triggers = map[string]Trigger{
+	"none": TriggerNone, "message": TriggerMessage, "timer": TriggerTimer, "error": TriggerError,
+	"conditional": TriggerConditional, "rule": TriggerConditional, "link": TriggerLink,
+	"signal": TriggerSignal, "cancel": TriggerCancel, "compensation": TriggerCompensation,
+	"terminate": TriggerTerminate, "escalation": TriggerEscalation, "multiple": TriggerMultiple,
+	"parallelmultiple": TriggerParallelMultiple,
+}
+
+func (r *reader) readEvent(e *etree.Element, activityID string) *Event {
+	ev := &Event{Pos: r.pos(e), Trigger: TriggerNone}
+	var el *etree.Element
+	for _, name := range []string{"StartEvent", "IntermediateEvent", "EndEvent"} {
+		if c := child(e, name); c != nil {
+			el = c
+			ev.Type = EventType(strings.TrimSuffix(name, "Event"))
+			break
+		}
+	}
+	if el == nil {
+		r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has an Event with no StartEvent, IntermediateEvent or EndEvent", activityID)
+		ev.Type = EventIntermediate
+		return ev
+	}
+	ev.Pos = r.pos(el)
+	raw := attr(el, "Trigger")
+	if ev.Type == EventEnd || raw == "" {
+		if res := attr(el, "Result"); res != "" {
+			raw = res
+		}
+	}
+	if raw != "" {
+		t, ok := triggers[strings.ToLower(raw)]
+		if !ok {
+			r.problem(el, SeverityError, "unknown-value", []string{activityID}, "activity %q has unknown event trigger %q", activityID, raw)
+			t = TriggerNone
+		}
+		ev.Trigger = t
+	}
+	ev.Target = attr(el, "Target")
+	if t := child(el, "TriggerTimer"); t != nil {
+		ev.Timer = &TimerTrigger{
+			TimeDate:  r.attrOrChildExpression(t, "TimeDate"),
+			TimeCycle: r.attrOrChildExpression(t, "TimeCycle"),
+		}
+	}
+	if re := child(el, "ResultError"); re != nil {
+		ev.ErrorCode = attr(re, "ErrorCode")
+	}
+	for _, name := range []string{"TriggerResultMessage", "TriggerResultSignal", "TriggerResultLink", "TriggerResultCompensation"} {
+		if c := child(el, name); c != nil {
+			ev.Ref = firstNonEmpty(attr(c, "Name"), attr(c, "LinkId"), attr(c, "CatchThrow"), attr(child(c, "Message"), "Name"), attr(c, "ActivityId"))
+		}
+	}
+	return ev
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// readGraphics reads XPDL 2 NodeGraphicsInfo and the XPDL 1 layout
+// extended attributes of JaWE and Bonita.
+func (r *reader) readGraphics(e *etree.Element, a *Activity) []NodeGraphics {
+	var out []NodeGraphics
+	for _, g := range grandchildren(e, "NodeGraphicsInfos", "NodeGraphicsInfo") {
+		ng := NodeGraphics{
+			ToolID: attr(g, "ToolId"), LaneID: attr(g, "LaneId"), PageID: attr(g, "PageId"),
+			Width: num(attr(g, "Width")), Height: num(attr(g, "Height")),
+			FillColor: attr(g, "FillColor"), Shape: attr(g, "Shape"),
+		}
+		if c := child(g, "Coordinates"); c != nil {
+			ng.X, ng.Y = num(attr(c, "XCoordinate")), num(attr(c, "YCoordinate"))
+		}
+		out = append(out, ng)
+	}
+	ea := a.ExtendedAttributes
+	if off, ok := ea.Get("JaWE_GRAPH_OFFSET"); ok {
+		ng := NodeGraphics{ToolID: "JaWE"}
+		ng.LaneID, _ = ea.Get("JaWE_GRAPH_PARTICIPANT_ID")
+		if x, y, found := strings.Cut(off, ","); found {
+			ng.X, ng.Y = num(x), num(y)
+		}
+		out = append(out, ng)
+	}
+	if x, ok := ea.Get("XOffset"); ok {
+		ng := NodeGraphics{ToolID: "Bonita", X: num(x)}
+		y, _ := ea.Get("YOffset")
+		w, _ := ea.Get("CellWidth")
+		h, _ := ea.Get("CellHeight")
+		ng.Y, ng.Width, ng.Height = num(y), num(w), num(h)
+		out = append(out, ng)
+	}
+	return out
+}
+
+func num(s string) float64 {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0
+	}
+	return f
+}
