@@ -60,13 +60,13 @@ type Package struct {
 
 // PackageHeader is the descriptive header of a package.
 type PackageHeader struct {
-	XPDLVersion  string
-	Vendor       string
-	Created      string
-	Modified     string
-	Description  string
-	CostUnit     string
-	Priority     string // PriorityUnit
+	XPDLVersion   string
+	Vendor        string
+	Created       string
+	Modified      string
+	Description   string
+	CostUnit      string
+	Priority      string // PriorityUnit
 	Documentation string
 }
 
@@ -191,12 +191,12 @@ type ParticipantType string
 
 // The participant types.
 const (
-	ParticipantHuman     ParticipantType = "HUMAN"
-	ParticipantRole      ParticipantType = "ROLE"
-	ParticipantOrgUnit   ParticipantType = "ORGANIZATIONAL_UNIT"
-	ParticipantResource  ParticipantType = "RESOURCE"
+	ParticipantHuman       ParticipantType = "HUMAN"
+	ParticipantRole        ParticipantType = "ROLE"
+	ParticipantOrgUnit     ParticipantType = "ORGANIZATIONAL_UNIT"
+	ParticipantResource    ParticipantType = "RESOURCE"
 	ParticipantResourceSet ParticipantType = "RESOURCE_SET"
-	ParticipantSystem    ParticipantType = "SYSTEM"
+	ParticipantSystem      ParticipantType = "SYSTEM"
 )
 
 // Application is a piece of host code an activity may call (I2).
@@ -408,10 +408,10 @@ type Activity struct {
 	Performers []string
 	// StartMode and FinishMode are Automatic, Manual, or empty when not
 	// declared.
-	StartMode  Mode
-	FinishMode Mode
-	Priority   string
-	Limit      string
+	StartMode     Mode
+	FinishMode    Mode
+	Priority      string
+	Limit         string
 	Documentation string
 
 	Deadlines []*Deadline
@@ -551,18 +551,18 @@ type Trigger string
 
 // The triggers and results; Conditional is XPDL 2.1's "Rule".
 const (
-	TriggerNone         Trigger = "None"
-	TriggerMessage      Trigger = "Message"
-	TriggerTimer        Trigger = "Timer"
-	TriggerError        Trigger = "Error"
-	TriggerConditional  Trigger = "Conditional"
-	TriggerLink         Trigger = "Link"
-	TriggerSignal       Trigger = "Signal"
-	TriggerCancel       Trigger = "Cancel"
-	TriggerCompensation Trigger = "Compensation"
-	TriggerTerminate    Trigger = "Terminate"
-	TriggerEscalation   Trigger = "Escalation"
-	TriggerMultiple     Trigger = "Multiple"
+	TriggerNone             Trigger = "None"
+	TriggerMessage          Trigger = "Message"
+	TriggerTimer            Trigger = "Timer"
+	TriggerError            Trigger = "Error"
+	TriggerConditional      Trigger = "Conditional"
+	TriggerLink             Trigger = "Link"
+	TriggerSignal           Trigger = "Signal"
+	TriggerCancel           Trigger = "Cancel"
+	TriggerCompensation     Trigger = "Compensation"
+	TriggerTerminate        Trigger = "Terminate"
+	TriggerEscalation       Trigger = "Escalation"
+	TriggerMultiple         Trigger = "Multiple"
 	TriggerParallelMultiple Trigger = "ParallelMultiple"
 )
 
@@ -748,7 +748,8 @@ type MessageFlow struct {
 }
 
 // ExtendedAttribute is a vendor or engine extension. Value is the Value
-// attribute; Content keeps any child elements as raw XML.
+// attribute, or the element's text when it has no Value attribute; Content
+// keeps any child elements as raw XML.
 type ExtendedAttribute struct {
 	Name    string
 	Value   string

@@ -265,9 +265,12 @@ func (r *reader) readRedefinable(e *etree.Element) RedefinableHeader {
 func (r *reader) readExtendedAttributes(e *etree.Element) ExtendedAttributes {
 	var out ExtendedAttributes
 	for _, ea := range grandchildren(e, "ExtendedAttributes", "ExtendedAttribute") {
-		out = append(out, ExtendedAttribute{
-			Name: attr(ea, "Name"), Value: attr(ea, "Value"), Content: r.doc.raw[ea], Pos: r.pos(ea),
-		})
+		x := ExtendedAttribute{Name: attr(ea, "Name"), Value: attr(ea, "Value"), Content: r.doc.raw[ea], Pos: r.pos(ea)}
+		if !hasAttr(ea, "Value") {
+			// Some exporters write the value as text content.
+			x.Value = text(ea)
+		}
+		out = append(out, x)
 	}
 	return out
 }
@@ -685,9 +688,7 @@ func (r *reader) readTask(task *etree.Element, a *Activity) {
 		switch kind := TaskKind(strings.TrimPrefix(c.Tag, "Task")); kind {
 		case TaskUser, TaskManual:
 			a.Task = kind
-			for _, p := range grandchildren(c, "Performers", "Performer") {
-				a.Performers = append(a.Performers, text(p))
-			}
+			a.Performers = appendPerformers(a.Performers, grandchildren(c, "Performers", "Performer"))
 		case TaskApplication:
 			a.Task, a.Kind = kind, ActivityTool
 			a.Tools = append(a.Tools, &ToolCall{
@@ -734,18 +735,23 @@ func (r *reader) execution(e *etree.Element, activityID string, dflt Execution) 
 	return dflt
 }
 
+// placeholderPerformers are performer texts that exporters write to mean
+// "no performer given here" (TIBCO Business Studio).
+var placeholderPerformers = map[string]bool{"-defined-in-Activity-Performer-": true}
+
 // readPerformers reads XPDL 1 <Performer> and XPDL 2 <Performers>.
 func (r *reader) readPerformers(e *etree.Element, a *Activity) {
-	for _, p := range children(e, "Performer") {
-		if t := text(p); t != "" {
-			a.Performers = append(a.Performers, t)
+	a.Performers = appendPerformers(a.Performers, children(e, "Performer"))
+	a.Performers = appendPerformers(a.Performers, grandchildren(e, "Performers", "Performer"))
+}
+
+func appendPerformers(dst []string, perfs []*etree.Element) []string {
+	for _, p := range perfs {
+		if t := text(p); t != "" && !placeholderPerformers[t] {
+			dst = append(dst, t)
 		}
 	}
-	for _, p := range grandchildren(e, "Performers", "Performer") {
-		if t := text(p); t != "" {
-			a.Performers = append(a.Performers, t)
-		}
-	}
+	return dst
 }
 
 // readMode reads StartMode/FinishMode: an XPDL 1 child element holding
