@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"go.uber.org/goleak"
+)
+
+// TestMain lets the test binary double as the goxpdl program, which the
+// scripts in testdata/script run as "exec goxpdl ...", and checks for
+// leaked goroutines after the tests of this process.
+func TestMain(m *testing.M) {
+	testscript.Main(leakCheckedM{m}, map[string]func(){"goxpdl": main})
+}
+
+// leakCheckedM runs the tests with goleak's check, handing the exit code
+// back to testscript.Main (which removes its temporary directory and then
+// exits) rather than exiting itself.
+type leakCheckedM struct{ m *testing.M }
+
+func (l leakCheckedM) Run() (code int) {
+	goleak.VerifyTestMain(l.m, goleak.Cleanup(func(c int) { code = c }))
+	return code
+}
+
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus},
+	})
+}
+
+// cmdStatus implements the script command "status CODE PROGRAM [ARGS...]":
+// it runs PROGRAM like exec, so that stdout and stderr can be checked
+// after it, and fails unless the exit code is CODE. The exit codes are
+// part of the CLI contract, and "! exec" only tells zero from non-zero.
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: status CODE program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = exitErr.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+const validateShortUsage = `Usage: goxpdl validate [--json] FILE...
+Run "goxpdl help validate" for details.
+`
+
+func validateUsage(w io.Writer) {
+	fmt.Fprint(w, `Usage: goxpdl validate [--json] FILE...
+
+Validate reads each XPDL file, with the ExternalPackages it references, and
+reports every problem it finds. Each problem is printed on standard output as
+
+	FILE:LINE:COL: message
+
+and warnings as "FILE:LINE:COL: warning: message". A warning does not make
+a file invalid. One summary line per file goes to standard error.
+
+The files named on one command line are validated as one deployment: a
+SubFlow in one file may name a process defined in another of the files.
+
+Flags (before the files):
+
+	--json  print one JSON object instead of text:
+	        {"files":[{"file","valid","errors","warnings","problems":[...]}],"valid"}
+
+Exit status:
+
+	0  every file is valid (warnings allowed)
+	1  some file has errors
+	2  usage error, or some file cannot be read
+`)
+}
+
+// fileReport is the outcome of validating one file; it is also the JSON
+// form of one entry of "files".
+type fileReport struct {
+	File     string        `json:"file"`
+	Valid    bool          `json:"valid"`
+	Errors   int           `json:"errors"`
+	Warnings int           `json:"warnings"`
+	Problems xpdl.Problems `json:"problems"`
+	// Error says why the file could not be read; it is set only then.
+	Error string `json:"error,omitempty"`
+}
+
+// validateReport is the JSON output of "goxpdl validate --json".
+type validateReport struct {
+	Files []fileReport `json:"files"`
+	Valid bool         `json:"valid"`
+}
+
+// runValidate implements "goxpdl validate".
+func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	fset.Usage = func() {} // printed below, where -h and a bad flag are told apart
+	jsonOut := fset.Bool("json", false, "print one JSON object instead of text")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			validateUsage(stdout)
+			return exitOK
+		}
+		// The flag package has printed what was wrong.
+		fmt.Fprint(stderr, validateShortUsage)
+		return exitUsage
+	}
+	if fset.NArg() == 0 {
+		fmt.Fprint(stderr, "goxpdl validate: no files named\n"+validateShortUsage)
+		return exitUsage
+	}
+
+	reports := validateFiles(fset.Args())
+	code := exitOK
+	for _, r := range reports {
+		switch {
+		case r.Error != "":
+			code = exitUsage
+		case !r.Valid && code == exitOK:
+			code = exitProblems
+		}
+	}
+
+	if *jsonOut {
+		for _, r := range reports {
+			if r.Error != "" {
+				fmt.Fprintf(stderr, "%s: %s\n", r.File, r.Error)
+			}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // messages quote elements such as <Package>
+		if err := enc.Encode(validateReport{Files: reports, Valid: code == exitOK}); err != nil {
+			fmt.Fprintf(stderr, "goxpdl validate: %v\n", err)
+			return exitUsage
+		}
+		return code
+	}
+	for _, r := range reports {
+		for _, p := range r.Problems {
+			fmt.Fprintln(stdout, p.String())
+		}
+		fmt.Fprintf(stderr, "%s: %s\n", r.File, summary(r))
+	}
+	return code
+}
+
+// validateFiles loads every file, then validates each package that loaded
+// with the others deployed alongside it. The reports are in file order.
+func validateFiles(files []string) []fileReport {
+	reports := make([]fileReport, len(files))
+	pkgs := make([]*xpdl.Package, len(files))
+	for i, file := range files {
+		reports[i].File = file
+		pkg, err := xpdl.Load(file, nil)
+		var syntaxErr *xpdl.SyntaxError
+		switch {
+		case err == nil:
+			pkgs[i] = pkg
+		case errors.As(err, &syntaxErr):
+			// Unreadable as XPDL: a problem of the file, not an I/O error.
+			reports[i].Problems = xpdl.Problems{syntaxErr.Problem()}
+		default:
+			reports[i].Error = "cannot read: " + ioMessage(err)
+			if strings.HasPrefix(file, "-") {
+				reports[i].Error += " (flags go before the files)"
+			}
+		}
+	}
+	for i, pkg := range pkgs {
+		if pkg == nil {
+			continue
+		}
+		others := make([]*xpdl.Package, 0, len(pkgs)-1)
+		for j, other := range pkgs {
+			if j != i && other != nil {
+				others = append(others, other)
+			}
+		}
+		reports[i].Problems = xpdl.Validate(pkg, &xpdl.ValidateOpts{Deployed: others})
+	}
+	for i := range reports {
+		r := &reports[i]
+		if r.Problems == nil {
+			r.Problems = xpdl.Problems{} // "problems": [] rather than null
+		}
+		r.Errors = len(r.Problems.Errors())
+		r.Warnings = len(r.Problems.Warnings())
+		r.Valid = r.Error == "" && r.Errors == 0
+	}
+	return reports
+}
+
+// ioMessage says why a file could not be read. The error of Load names
+// the file relative to its directory, so only the cause is kept; the
+// caller prefixes the name as the user wrote it.
+func ioMessage(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	}
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return pathErr.Err.Error()
+	}
+	return err.Error()
+}
+
+// summary is the one-line verdict on a file, e.g. "valid (2 warnings)" or
+// "3 errors, 1 warning".
+func summary(r fileReport) string {
+	switch {
+	case r.Error != "":
+		return r.Error
+	case r.Valid && r.Warnings == 0:
+		return "valid"
+	case r.Valid:
+		return "valid (" + count(r.Warnings, "warning") + ")"
+	case r.Warnings == 0:
+		return count(r.Errors, "error")
+	}
+	return count(r.Errors, "error") + ", " + count(r.Warnings, "warning")
+}
+
+// count formats n with noun, plural when n is not 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
