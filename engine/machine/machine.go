@@ -1,0 +1,156 @@
+// Package machine holds the process-instance and activity-instance state
+// machines of DESIGN.md §1 as pure functions: given a state and a command
+// they return the next state or a typed refusal. They touch no database,
+// clock or goroutine; the scheduler drives them and persists the results.
+package machine
+
+import "github.com/goxpdl/goxpdl/wftype"
+
+// ProcessCommand is something that moves a process instance.
+type ProcessCommand string
+
+// The process commands: three administrative ones, and the ones the
+// dispatch core issues as the instance runs.
+const (
+	// ProcessSchedule starts an Initiated instance running.
+	ProcessSchedule ProcessCommand = "schedule"
+	// ProcessSuspend pauses a Running instance (administrative).
+	ProcessSuspend ProcessCommand = "suspend"
+	// ProcessResume continues a Suspended instance (administrative).
+	ProcessResume ProcessCommand = "resume"
+	// ProcessTerminate ends a Running or Suspended instance
+	// (administrative); its open work items are withdrawn.
+	ProcessTerminate ProcessCommand = "terminate"
+	// ProcessComplete ends the instance once its end activities completed.
+	// A Suspended instance whose last activity completed completes too.
+	ProcessComplete ProcessCommand = "complete"
+	// ProcessLock records a deadlock: no current activity and no
+	// successor can fire.
+	ProcessLock ProcessCommand = "lock"
+)
+
+// ProcessCommands lists every process command.
+var ProcessCommands = []ProcessCommand{
+	ProcessSchedule, ProcessSuspend, ProcessResume, ProcessTerminate, ProcessComplete, ProcessLock,
+}
+
+// processTable holds the legal process transitions; anything else is
+// refused.
+var processTable = map[wftype.ProcessState]map[ProcessCommand]wftype.ProcessState{
+	wftype.ProcessInitiated: {
+		ProcessSchedule: wftype.ProcessRunning,
+	},
+	wftype.ProcessRunning: {
+		ProcessSuspend:   wftype.ProcessSuspended,
+		ProcessTerminate: wftype.ProcessTerminated,
+		ProcessComplete:  wftype.ProcessCompleted,
+		ProcessLock:      wftype.ProcessLocking,
+	},
+	wftype.ProcessSuspended: {
+		ProcessResume:    wftype.ProcessRunning,
+		ProcessTerminate: wftype.ProcessTerminated,
+		// A completed activity is routed before suspension takes
+		// effect: the routing may complete the process or find that
+		// nothing can fire.
+		ProcessComplete: wftype.ProcessCompleted,
+		ProcessLock:     wftype.ProcessLocking,
+	},
+}
+
+// NextProcessState returns the state cmd moves a process instance in
+// state from to. A refusal is a *wftype.StateError matching
+// wftype.ErrIllegalState, and wftype.ErrInstanceFinished when the instance
+// is Completed, Terminated or Locking.
+func NextProcessState(from wftype.ProcessState, cmd ProcessCommand) (wftype.ProcessState, error) {
+	if to, ok := processTable[from][cmd]; ok {
+		return to, nil
+	}
+	return from, &wftype.StateError{Subject: "process", State: string(from), Command: string(cmd), Finished: from.IsFinal()}
+}
+
+// ActivityCommand is something that moves an activity instance.
+type ActivityCommand string
+
+// The activity commands.
+const (
+	// ActivityStart begins automatic work: a route, an application call,
+	// starting a subprocess.
+	ActivityStart ActivityCommand = "start"
+	// ActivityOffer hands manual work to people: a work item is created.
+	ActivityOffer ActivityCommand = "offer"
+	// ActivityWait parks an Active activity until its subprocess returns.
+	ActivityWait ActivityCommand = "wait"
+	// ActivityComplete finishes the activity: its work is done, its work
+	// item completed, or its subprocess returned.
+	ActivityComplete ActivityCommand = "complete"
+	// ActivityFail records a system-level fault (a fatal application
+	// error, a terminated subprocess) that leaves the route undecidable.
+	ActivityFail ActivityCommand = "fail"
+	// ActivityRetry sends an Abnormal activity back to be run again
+	// (operator).
+	ActivityRetry ActivityCommand = "retry"
+	// ActivitySkip completes an Abnormal activity without running it
+	// (operator).
+	ActivitySkip ActivityCommand = "skip"
+)
+
+// ActivityCommands lists every activity command.
+var ActivityCommands = []ActivityCommand{
+	ActivityStart, ActivityOffer, ActivityWait, ActivityComplete, ActivityFail, ActivityRetry, ActivitySkip,
+}
+
+// activityTable holds the legal activity transitions.
+var activityTable = map[wftype.ActivityState]map[ActivityCommand]wftype.ActivityState{
+	wftype.ActivityInitiated: {
+		ActivityStart: wftype.ActivityActive,
+		ActivityOffer: wftype.ActivityInActive,
+	},
+	wftype.ActivityActive: {
+		ActivityWait:     wftype.ActivityWaiting,
+		ActivityComplete: wftype.ActivityCompleted,
+		ActivityFail:     wftype.ActivityAbnormal,
+	},
+	wftype.ActivityWaiting: {
+		ActivityComplete: wftype.ActivityCompleted,
+		ActivityFail:     wftype.ActivityAbnormal,
+	},
+	wftype.ActivityInActive: {
+		ActivityComplete: wftype.ActivityCompleted,
+	},
+	wftype.ActivityAbnormal: {
+		ActivityRetry: wftype.ActivityInitiated,
+		ActivitySkip:  wftype.ActivityCompleted,
+	},
+}
+
+// allowedWhileSuspended are the activity commands a Suspended process
+// still accepts: a subprocess may return to, or fail, its Waiting parent
+// activity, whose completion is then routed before the suspension holds.
+// Nothing becomes Active, and work items are suspended with the process.
+var allowedWhileSuspended = map[ActivityCommand]bool{
+	ActivityComplete: true,
+	ActivityFail:     true,
+}
+
+// NextActivityState returns the state cmd moves an activity instance in
+// state from to, given the state of its process instance. Activities move
+// freely only while the process is Running; a Suspended process accepts
+// only a Waiting activity's completion or failure (DESIGN.md §1); a
+// finished process accepts nothing. Refusals are *wftype.StateError.
+func NextActivityState(process wftype.ProcessState, from wftype.ActivityState, cmd ActivityCommand) (wftype.ActivityState, error) {
+	refuse := func(subject, state string, finished bool) (wftype.ActivityState, error) {
+		return from, &wftype.StateError{Subject: subject, State: state, Command: string(cmd), Finished: finished}
+	}
+	switch {
+	case process.IsFinal():
+		return refuse("process", string(process), true)
+	case process == wftype.ProcessSuspended && !(allowedWhileSuspended[cmd] && from == wftype.ActivityWaiting):
+		return refuse("process", string(process), false)
+	case process != wftype.ProcessRunning && process != wftype.ProcessSuspended:
+		return refuse("process", string(process), false)
+	}
+	if to, ok := activityTable[from][cmd]; ok {
+		return to, nil
+	}
+	return refuse("activity", string(from), false)
+}
