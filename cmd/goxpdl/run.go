@@ -3,29 +3,29 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Exit codes shared by every command.
 const (
 	exitOK       = 0 // success
 	exitProblems = 1 // the input has problems (validate: an invalid definition)
-	exitUsage    = 2 // usage error, or a file cannot be read
+	exitUsage    = 2 // usage error, or a file cannot be read or written
 )
 
 // command is one subcommand of goxpdl.
 type command struct {
 	name    string
 	summary string // one line for the command list
+	usage   string // the full usage text, for "goxpdl help NAME" and -h
 	// runFunc runs the command on its arguments (the command name removed)
 	// and returns the exit code.
 	runFunc func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
-	// usageFunc writes the command's full usage text.
-	usageFunc func(w io.Writer)
 }
 
 // commands lists the subcommands in the order "goxpdl help" shows them.
 var commands = []command{
-	{name: "validate", summary: "check XPDL files and report their problems", runFunc: runValidate, usageFunc: validateUsage},
+	{name: "validate", summary: "check XPDL files and report their problems", usage: validateUsage, runFunc: runValidate},
 }
 
 func lookup(name string) (command, bool) {
@@ -41,7 +41,7 @@ func lookup(name string) (command, bool) {
 // to a subcommand and returns the exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
+		printErr(stderr, "%s", usage())
 		return exitUsage
 	}
 	name, rest := args[0], args[1:]
@@ -51,8 +51,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	c, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "goxpdl: unknown command %q\n\n", name)
-		usage(stderr)
+		printErr(stderr, "goxpdl: unknown command %q\n\n%s", name, usage())
 		return exitUsage
 	}
 	return c.runFunc(rest, stdin, stdout, stderr)
@@ -62,23 +61,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func runHelp(args []string, stdout, stderr io.Writer) int {
 	switch len(args) {
 	case 0:
-		usage(stdout)
-		return exitOK
+		return writeOut(stdout, stderr, usage(), exitOK)
 	case 1:
 		if c, ok := lookup(args[0]); ok {
-			c.usageFunc(stdout)
-			return exitOK
+			return writeOut(stdout, stderr, c.usage, exitOK)
 		}
-		fmt.Fprintf(stderr, "goxpdl help: unknown command %q\n\n", args[0])
+		printErr(stderr, "goxpdl help: unknown command %q\n\n%s", args[0], usage())
 	default:
-		fmt.Fprintf(stderr, "goxpdl help: expected at most one command\n\n")
+		printErr(stderr, "goxpdl help: expected at most one command\n\n%s", usage())
 	}
-	usage(stderr)
 	return exitUsage
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `goxpdl runs and checks XPDL workflow definitions.
+// usage is the program's usage text, listing the commands that exist.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(`goxpdl runs and checks XPDL workflow definitions.
 
 Usage:
 
@@ -88,10 +86,29 @@ Commands:
 
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "	%-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "\t%-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, `	help       show this text, or the usage of one command
+	b.WriteString(`	help       show this text, or the usage of one command
 
 Run "goxpdl help <command>" for the flags and exit codes of a command.
 `)
+	return b.String()
+}
+
+// writeOut writes a command's result to standard output and returns code.
+// When the write fails (a closed pipe, a full disk) it says so on standard
+// error and returns exitUsage, so that a lost result never looks like a
+// success.
+func writeOut(stdout, stderr io.Writer, s string, code int) int {
+	if _, err := io.WriteString(stdout, s); err != nil {
+		printErr(stderr, "goxpdl: write standard output: %v\n", err)
+		return exitUsage
+	}
+	return code
+}
+
+// printErr writes a message to standard error. A failure to write there
+// cannot be reported anywhere, so it is ignored.
+func printErr(stderr io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(stderr, format, args...)
 }

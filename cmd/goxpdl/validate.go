@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,12 +13,8 @@ import (
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
-const validateShortUsage = `Usage: goxpdl validate [--json] FILE...
-Run "goxpdl help validate" for details.
-`
-
-func validateUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: goxpdl validate [--json] FILE...
+// validateUsage is the full usage text of "goxpdl validate".
+const validateUsage = `Usage: goxpdl validate [--json] FILE...
 
 Validate reads each XPDL file, with the ExternalPackages it references, and
 reports every problem it finds. Each problem is printed on standard output as
@@ -40,8 +37,12 @@ Exit status:
 	0  every file is valid (warnings allowed)
 	1  some file has errors
 	2  usage error, or some file cannot be read
-`)
-}
+`
+
+// validateShortUsage follows a usage error.
+const validateShortUsage = `Usage: goxpdl validate [--json] FILE...
+Run "goxpdl help validate" for details.
+`
 
 // fileReport is the outcome of validating one file; it is also the JSON
 // form of one entry of "files".
@@ -69,15 +70,14 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	jsonOut := fset.Bool("json", false, "print one JSON object instead of text")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			validateUsage(stdout)
-			return exitOK
+			return writeOut(stdout, stderr, validateUsage, exitOK)
 		}
 		// The flag package has printed what was wrong.
-		fmt.Fprint(stderr, validateShortUsage)
+		printErr(stderr, "%s", validateShortUsage)
 		return exitUsage
 	}
 	if fset.NArg() == 0 {
-		fmt.Fprint(stderr, "goxpdl validate: no files named\n"+validateShortUsage)
+		printErr(stderr, "goxpdl validate: no files named\n%s", validateShortUsage)
 		return exitUsage
 	}
 
@@ -95,23 +95,31 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *jsonOut {
 		for _, r := range reports {
 			if r.Error != "" {
-				fmt.Fprintf(stderr, "%s: %s\n", r.File, r.Error)
+				printErr(stderr, "%s: %s\n", r.File, r.Error)
 			}
 		}
-		enc := json.NewEncoder(stdout)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // messages quote elements such as <Package>
 		if err := enc.Encode(validateReport{Files: reports, Valid: code == exitOK}); err != nil {
-			fmt.Fprintf(stderr, "goxpdl validate: %v\n", err)
+			printErr(stderr, "goxpdl validate: %v\n", err)
 			return exitUsage
 		}
-		return code
+		return writeOut(stdout, stderr, b.String(), code)
 	}
 	for _, r := range reports {
+		// One write per file, so that in a terminal each file's summary
+		// follows its problems.
+		var b strings.Builder
 		for _, p := range r.Problems {
-			fmt.Fprintln(stdout, p.String())
+			b.WriteString(p.String())
+			b.WriteByte('\n')
 		}
-		fmt.Fprintf(stderr, "%s: %s\n", r.File, summary(r))
+		if writeOut(stdout, stderr, b.String(), exitOK) != exitOK {
+			return exitUsage
+		}
+		printErr(stderr, "%s: %s\n", r.File, summary(r))
 	}
 	return code
 }

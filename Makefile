@@ -1,0 +1,59 @@
+# The single entry points for building, testing and checking goxpdl.
+# "make help" lists the targets.
+
+GOLANGCI_LINT_VERSION := v2.15.0
+FUZZTIME ?= 30s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z/-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build bin/goxpdl
+	go build -o bin/goxpdl ./cmd/goxpdl
+
+.PHONY: test
+test: ## run every test with the race detector
+	go test -race -count=1 ./...
+
+.PHONY: test/race
+test/race: test ## the same as test: tests always run with -race
+
+.PHONY: lint
+lint: ## run golangci-lint (installed into ./bin at the pinned version)
+	@if ! ./bin/golangci-lint version 2>/dev/null | grep -q 'has version $(GOLANGCI_LINT_VERSION:v%=%) '; then \
+		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into ./bin"; \
+		GOBIN='$(CURDIR)/bin' go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+	fi
+	./bin/golangci-lint run ./...
+
+.PHONY: generate
+generate: ## run go generate
+	go generate ./...
+
+# Every fuzz target (func FuzzXxx in a _test.go file) runs for FUZZTIME.
+# The targets are found by name, so a new one needs no change here.
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
+	@hits=$$(grep -r --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' . | sed 's/:func /:/' | sort); \
+	if [ -z "$$hits" ]; then echo "no fuzz targets found"; exit 0; fi; \
+	for hit in $$hits; do \
+		dir=$${hit%/*}; name=$${hit##*:}; \
+		echo "go test $$dir -run='^\$$' -fuzz='^$$name\$$' -fuzztime=$(FUZZTIME)"; \
+		go test "$$dir" -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) || exit 1; \
+	done
+
+.PHONY: bench
+bench: ## run the benchmarks
+	go test -run='^$$' -bench=. -benchmem ./...
+
+.PHONY: tidy-check
+tidy-check: ## fail if go mod tidy would change go.mod or go.sum
+	go mod tidy -diff
+
+.PHONY: fmt-check
+fmt-check: ## fail if gofmt would change a file
+	@files=$$(gofmt -l .); \
+	if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi
