@@ -56,4 +56,5 @@ tidy-check: ## fail if go mod tidy would change go.mod or go.sum
 .PHONY: fmt-check
 fmt-check: ## fail if gofmt would change a file
 	@files=$$(gofmt -l .); \
-	if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi
+	if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi; \
+	echo "gofmt: every file is formatted"
