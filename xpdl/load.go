@@ -79,7 +79,9 @@ func (l *loader) load(name string) (*Package, error) {
 		return nil, err
 	}
 	src, err := readAll(f, o.MaxBytes)
-	f.Close()
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", o.Name, err)
 	}

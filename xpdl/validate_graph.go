@@ -128,10 +128,8 @@ func (v *validator) checkFlowGraph(f *Flow, scope, scopeID string, pos Pos, decl
 		return
 	}
 	reachable := g.reach(starts, g.succ, true)
-	var unreachable []string
 	for i, a := range g.acts {
 		if !reachable[i] {
-			unreachable = append(unreachable, a.ID)
 			v.warnf(a.Pos, "unreachable", []string{a.ID}, "activity %q in %s cannot be reached from a start activity", a.ID, scope)
 		}
 	}
