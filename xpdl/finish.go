@@ -17,8 +17,9 @@ func finish(pkg *Package) {
 // fillGateways applies the gateway defaults (docs/xpdl-support.md):
 //
 //   - a declared Join or Split element wins;
-//   - a Route's GatewayType (XOR when absent, as the XPDL 2 schema says)
-//     types both its join and its split;
+//   - an XPDL 2 Route's GatewayType (XOR when absent, as the XPDL 2 schema
+//     says) types both its join and its split; XPDL 1.0 Routes have no
+//     gateway type and take the defaults below;
 //   - any other activity with several incoming transitions joins as XOR
 //     (every arrival starts it: BPMN's uncontrolled merge), and with several
 //     outgoing transitions splits as OR (every transition whose condition
@@ -37,7 +38,7 @@ func fillGateways(f *Flow, a *Activity) {
 }
 
 func implicitGateway(a *Activity, dflt GatewayType) Gateway {
-	if a.Route != nil {
+	if a.Route != nil && a.Route.typed {
 		return Gateway{Type: a.Route.GatewayType, Implicit: !a.Route.declared, Pos: a.Pos}
 	}
 	return Gateway{Type: dflt, Implicit: true, Pos: a.Pos}

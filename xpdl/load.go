@@ -33,7 +33,13 @@ func Load(filePath string, opts *ReadOpts) (*Package, error) {
 	if opts == nil || opts.Name == "" {
 		o.Name = filePath
 	}
-	l := &loader{fsys: os.DirFS(dir), opts: o, byName: map[string]*Package{}, display: func(name string) string {
+	// An os.Root confines every reference to dir, symbolic links included.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	l := &loader{fsys: root.FS(), opts: o, byName: map[string]*Package{}, display: func(name string) string {
 		if name == base {
 			return filePath
 		}
@@ -113,6 +119,8 @@ func resolveHref(from, href string) (string, error) {
 		return "", errors.New("empty href")
 	case strings.Contains(h, "://"):
 		return "", errors.New("only relative file references are loaded")
+	case strings.HasPrefix(h, "/"), strings.HasPrefix(h, "\\"), len(h) > 1 && h[1] == ':':
+		return "", errors.New("absolute paths are not followed; only references relative to the package are")
 	}
 	h = strings.ReplaceAll(h, "\\", "/")
 	target := path.Join(path.Dir(from), h)

@@ -476,6 +476,7 @@ type Route struct {
 	Instantiate   bool
 
 	declared bool // GatewayType was written
+	typed    bool // the version gives Routes a gateway type (XPDL 2)
 }
 
 // ToolType is the type attribute of an XPDL 1 Tool.
@@ -663,9 +664,10 @@ type Condition struct {
 }
 
 // IsRule reports whether the condition is an expression to evaluate: a
-// CONDITION with a non-empty expression.
+// CONDITION with a non-empty expression that is not free text.
 func (c *Condition) IsRule() bool {
-	return c != nil && c.Type == ConditionCondition && strings.TrimSpace(c.Expression.Text) != ""
+	return c != nil && c.Type == ConditionCondition && strings.TrimSpace(c.Expression.Text) != "" &&
+		c.Expression.Language() != LanguageText
 }
 
 // Expression is a piece of text in some expression language: a condition,

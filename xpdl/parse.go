@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/beevik/etree"
@@ -83,8 +84,15 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 		return nil, fail(1, 1, ErrTooLarge, "input is larger than the limit of %d bytes", opts.MaxBytes)
 	}
 
+	src, err := toUTF8(src)
+	if err != nil {
+		return nil, fail(1, 1, ErrMalformed, "%v", err)
+	}
 	dec := xml.NewDecoder(bytes.NewReader(src))
-	dec.CharsetReader = charset.NewReaderLabel
+	// The input is UTF-8 by now, whatever its declaration says, so that
+	// byte offsets into src match the decoder's (ExtendedAttribute content
+	// is sliced from src).
+	dec.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
 	doc := &document{pos: make(map[*etree.Element]Pos), raw: make(map[*etree.Element]string)}
 	var (
 		stack    []*etree.Element
@@ -167,6 +175,27 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 		return nil, fail(1, 1, ErrMalformed, "malformed XML: no root element")
 	}
 	return doc, nil
+}
+
+var xmlDeclEncoding = regexp.MustCompile(`^\s*<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9._:-]+)["']`)
+
+// toUTF8 transcodes src to UTF-8 when its XML declaration names another
+// character set.
+func toUTF8(src []byte) ([]byte, error) {
+	head := src[:min(len(src), 256)]
+	m := xmlDeclEncoding.FindSubmatch(head)
+	if m == nil {
+		return src, nil
+	}
+	label := string(m[1])
+	if strings.EqualFold(label, "utf-8") || strings.EqualFold(label, "utf8") {
+		return src, nil
+	}
+	r, err := charset.NewReaderLabel(label, bytes.NewReader(src))
+	if err != nil {
+		return nil, fmt.Errorf("unsupported encoding %q: %w", label, err)
+	}
+	return io.ReadAll(r)
 }
 
 // readAll reads at most limit+1 bytes so that an oversized input is

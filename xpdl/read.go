@@ -284,6 +284,9 @@ var typeElements = []string{
 // readTypeIn reads the data type alternative that is a direct child of e
 // (a DataType, TypeDeclaration, Member, ArrayType or ListType element).
 func (r *reader) readTypeIn(e *etree.Element) DataType {
+	if e == nil {
+		return DataType{Kind: TypeUnknown}
+	}
 	for _, c := range e.ChildElements() {
 		if !isXPDL(c) {
 			continue
@@ -599,7 +602,8 @@ func (r *reader) gatewayType(e *etree.Element, raw, activityID string) GatewayTy
 	case "COMPLEX":
 		return GatewayComplex
 	case "":
-		// A Join or Split without Type: the XPDL 2 schema default.
+		// A Join or Split without Type: no schema gives one; XOR, the
+		// reading every XPDL 1 engine takes, is ours.
 		return GatewayXOR
 	}
 	r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has unknown gateway type %q", activityID, raw)
@@ -609,7 +613,9 @@ func (r *reader) gatewayType(e *etree.Element, raw, activityID string) GatewayTy
 func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
 	if rt := child(e, "Route"); rt != nil {
 		a.Kind = ActivityRoute
-		a.Route = &Route{GatewayType: GatewayXOR, Instantiate: isTrue(attr(rt, "Instantiate"))}
+		// XPDL 1.0 Routes have no GatewayType; their implicit gateways
+		// take the defaults of any other activity (finish.go).
+		a.Route = &Route{GatewayType: GatewayXOR, Instantiate: isTrue(attr(rt, "Instantiate")), typed: r.version != Version10}
 		if raw := attr(rt, "GatewayType"); raw != "" {
 			a.Route.GatewayType = r.gatewayType(rt, raw, a.ID)
 			a.Route.declared = true
@@ -701,6 +707,8 @@ func (r *reader) readTask(task *etree.Element, a *Activity) {
 			a.Task, a.Kind = kind, ActivityTool
 			app := attr(c, "ApplicationRef") // not in the schema; some tools write it
 			a.Tools = append(a.Tools, &ToolCall{Application: app, Type: ToolApplication, Pos: r.pos(c)})
+		case TaskNone:
+			a.Task = kind
 		case TaskScript:
 			a.Task, a.Kind = kind, ActivityScript
 			x := r.expression(child(c, "Script"))
@@ -882,7 +890,7 @@ func (r *reader) readEvent(e *etree.Element, activityID string) *Event {
 	}
 	for _, name := range []string{"TriggerResultMessage", "TriggerResultSignal", "TriggerResultLink", "TriggerResultCompensation"} {
 		if c := child(el, name); c != nil {
-			ev.Ref = firstNonEmpty(attr(c, "Name"), attr(c, "LinkId"), attr(c, "CatchThrow"), attr(child(c, "Message"), "Name"), attr(c, "ActivityId"))
+			ev.Ref = firstNonEmpty(attr(c, "Name"), attr(child(c, "Message"), "Name"), attr(c, "LinkId"), attr(c, "ActivityId"))
 		}
 	}
 	return ev

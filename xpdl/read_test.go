@@ -448,7 +448,7 @@ func TestReadConditions(t *testing.T) {
 		{
 			name: "XPDL 2 Expression with ScriptGrammar", ns: ns21,
 			condition: `<Condition Type="CONDITION"><Expression ScriptGrammar="Text">c3</Expression></Condition>`,
-			wantType:  xpdl.ConditionCondition, wantText: "c3", wantGram: "Text", wantRule: true,
+			wantType:  xpdl.ConditionCondition, wantText: "c3", wantGram: "Text", wantRule: false, // free text is a label, not a rule
 		},
 		{
 			name: "package Script is the default grammar", ns: ns10, script: `<Script Type="text/javascript"/>`,

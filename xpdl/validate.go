@@ -137,7 +137,7 @@ func (v *validator) checkPackage() {
 		case ext.LoadErr != nil:
 			v.errorf(ext.Pos, "external-package", []string{ext.ID}, "external package %q could not be loaded: %v", ext.Href, ext.LoadErr)
 		case ext.Package == nil:
-			v.warnf(ext.Pos, "external-package", []string{ext.ID}, "external package %q was not loaded; references into it are not checked", ext.Href)
+			v.warnf(ext.Pos, "external-package", []string{ext.ID}, "external package %q was not loaded (Read does not load references; Load does); what it declares cannot be resolved", ext.Href)
 		}
 	}
 	ids := newIDSet(v, "package")
