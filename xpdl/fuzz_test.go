@@ -30,6 +30,11 @@ var fuzzSeeds = []string{
 		`<Transitions>`+transition("t", "blk", "sub")+`</Transitions></WorkflowProcess></WorkflowProcesses>`),
 	"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<Package xmlns=\"" + ns10 + "\" Id=\"\xe9\"/>",
 	"<!DOCTYPE Package><Package/>",
+	// Found by FuzzRead: a DataField without DataType made the reader
+	// dereference nil in readTypeIn (fixed in 1151661); the same for an
+	// Application's FormalParameter.
+	"<Package><DataFields><DataField></DataField></DataFields></Package>",
+	xpdlDoc(ns21, `<Applications><Application Id="a"><FormalParameters><FormalParameter Id="f"/></FormalParameters></Application></Applications>`),
 }
 
 // FuzzRead reads arbitrary bytes and, when they read, validates them. It
