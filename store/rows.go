@@ -1,0 +1,188 @@
+package store
+
+import "time"
+
+// Definition is one deployed version of an XPDL package.
+type Definition struct {
+	// ID is assigned by the store.
+	ID int64
+	// PackageID is the XPDL Package id.
+	PackageID string
+	// Version counts the deployments of PackageID: 1 for the first, then
+	// 2, 3, ... It is assigned by the store on insert.
+	Version int
+	// Name is the package's name, for display.
+	Name string
+	// Source holds the XPDL document as deployed.
+	Source []byte
+	// CreatedAt is when the definition was deployed.
+	CreatedAt time.Time
+}
+
+// ProcessInstance is one run of a WorkflowProcess.
+type ProcessInstance struct {
+	// ID is assigned by the store.
+	ID int64
+	// DefinitionID is the Definition the instance runs.
+	DefinitionID int64
+	// ProcessDefID is the id of the XPDL WorkflowProcess within the
+	// definition.
+	ProcessDefID string
+	// ParentInstanceID is the process instance that started this one as a
+	// subflow; nil for a top-level instance.
+	ParentInstanceID *int64
+	// ParentActivityID is the activity instance of the parent that waits
+	// for this subflow; nil for a top-level instance.
+	ParentActivityID *int64
+	// State is the process state (Initiated, Running, ...).
+	State string
+	// Version is the optimistic concurrency counter: 1 after insert, and
+	// incremented by the store on every update.
+	Version int64
+	// Diagnosis explains an error state such as Locking.
+	Diagnosis string
+	// CreatedAt is when the instance was created.
+	CreatedAt time.Time
+	// UpdatedAt is when the instance last changed.
+	UpdatedAt time.Time
+	// EndedAt is when the instance reached a final state; nil until then.
+	EndedAt *time.Time
+}
+
+// ActivityInstance is one execution of an XPDL activity within a process
+// instance.
+type ActivityInstance struct {
+	// ID is assigned by the store.
+	ID int64
+	// ProcessInstanceID is the process instance the activity belongs to.
+	ProcessInstanceID int64
+	// ActivityDefID is the XPDL Activity id.
+	ActivityDefID string
+	// ActivitySetID is the ActivitySet that contains the activity; "" for
+	// the top level of the process.
+	ActivitySetID string
+	// BlockInstanceID is the block activity instance that runs the
+	// activity set; nil at the top level.
+	BlockInstanceID *int64
+	// State is the activity state (Initiated, Active, ...).
+	State string
+	// Attempt counts executions of the activity; part of the idempotency
+	// key handed to applications.
+	Attempt int
+	// Version is the optimistic concurrency counter: 1 after insert, and
+	// incremented by the store on every update.
+	Version int64
+	// Diagnosis explains an Abnormal state.
+	Diagnosis string
+	// CreatedAt is when the activity instance was created.
+	CreatedAt time.Time
+	// UpdatedAt is when the activity instance last changed.
+	UpdatedAt time.Time
+	// EndedAt is when the activity instance reached a final state; nil
+	// until then.
+	EndedAt *time.Time
+}
+
+// Variable is the value of one data field of a process instance. Its key is
+// (ProcessInstanceID, Name).
+type Variable struct {
+	// ProcessInstanceID is the process instance the variable belongs to.
+	ProcessInstanceID int64
+	// Name is the data field's id.
+	Name string
+	// Type is the data field's type, as the engine names it.
+	Type string
+	// Value is the JSON encoding of the value; nil when unset.
+	Value []byte
+}
+
+// WorkItem is a piece of work offered to a person for an activity instance.
+type WorkItem struct {
+	// ID is assigned by the store.
+	ID int64
+	// ProcessInstanceID is the process instance of the activity.
+	ProcessInstanceID int64
+	// ActivityInstanceID is the activity instance waiting for the item.
+	ActivityInstanceID int64
+	// State is the work item state.
+	State string
+	// Performer is the participant the item is offered or assigned to.
+	Performer string
+	// CreatedAt is when the work item was created.
+	CreatedAt time.Time
+	// UpdatedAt is when the work item last changed.
+	UpdatedAt time.Time
+	// EndedAt is when the work item was completed or withdrawn; nil until
+	// then.
+	EndedAt *time.Time
+}
+
+// Event is an entry of the outbox: an event written in the same transaction
+// as the state change that produced it and handed to the scheduler after
+// commit.
+type Event struct {
+	// ID is assigned by the store; events are claimed in ID order.
+	ID int64
+	// EventID is the producer's unique id of the event; inserting the same
+	// EventID twice is ErrDuplicate.
+	EventID string
+	// ProcessInstanceID is the process instance the event is for; 0 for
+	// none.
+	ProcessInstanceID int64
+	// Kind names the event type.
+	Kind string
+	// Payload is the event's data.
+	Payload []byte
+	// Critical selects the pool: process-control events are critical,
+	// activity work is not.
+	Critical bool
+	// CreatedAt is when the event was written.
+	CreatedAt time.Time
+	// AvailableAt is the earliest time the event may be claimed.
+	AvailableAt time.Time
+	// ProcessedAt is when the event was marked processed; nil until then.
+	ProcessedAt *time.Time
+	// Attempts counts the claims of the event.
+	Attempts int
+	// ClaimedBy is the owner of the latest claim; "" if never claimed.
+	ClaimedBy string
+	// ClaimedUntil is when the latest claim expires; nil if never claimed.
+	ClaimedUntil *time.Time
+}
+
+// HistoryEntry is one line of the audit trail: a state change of a process
+// instance, an activity instance or a work item.
+type HistoryEntry struct {
+	// ID is assigned by the store; it orders the history.
+	ID int64
+	// ProcessInstanceID is the process instance the entry belongs to.
+	ProcessInstanceID int64
+	// ActivityInstanceID is set when the subject is an activity or one of
+	// its work items.
+	ActivityInstanceID *int64
+	// WorkItemID is set when the subject is a work item.
+	WorkItemID *int64
+	// Subject is what changed: SubjectProcess, SubjectActivity or
+	// SubjectWorkItem.
+	Subject string
+	// FromState is the state before the change; "" for a creation.
+	FromState string
+	// ToState is the state after the change.
+	ToState string
+	// Actor is who caused the change: a user, "engine", "console", ...
+	Actor string
+	// Data is optional JSON detail.
+	Data []byte
+	// At is when the change happened.
+	At time.Time
+}
+
+// Subjects of history entries.
+const (
+	// SubjectProcess marks a history entry about a process instance.
+	SubjectProcess = "process"
+	// SubjectActivity marks a history entry about an activity instance.
+	SubjectActivity = "activity"
+	// SubjectWorkItem marks a history entry about a work item.
+	SubjectWorkItem = "workitem"
+)

@@ -1,0 +1,307 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is goxpdl's persistence. Its data methods (those of Tx) each run
+// atomically on their own; InTx groups several of them into one database
+// transaction. Implementations must pass the conformance suite in
+// store/storetest.
+type Store interface {
+	Tx
+
+	// InTx runs fn in one database transaction and commits it when fn
+	// returns nil. When fn returns an error, everything fn wrote is rolled
+	// back and InTx returns fn's error unchanged. When fn panics, the
+	// transaction is rolled back and the panic continues. tx is valid only
+	// until fn returns.
+	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+
+	// Capabilities describes the database behind the store, for the few
+	// places where callers behave differently per dialect.
+	Capabilities() Capabilities
+}
+
+// Capabilities describes what the database behind a Store can do.
+type Capabilities struct {
+	// Dialect names the database: DialectSQLite or DialectMySQL.
+	Dialect string
+	// SupportsSkipLocked reports that ClaimEvents skips rows another
+	// transaction has locked (SELECT ... FOR UPDATE SKIP LOCKED), so that
+	// several engine processes can claim from one database in parallel.
+	// Without it claims are serialised by the database (SQLite has a
+	// single writer).
+	SupportsSkipLocked bool
+}
+
+// Dialects reported by Capabilities.
+const (
+	// DialectSQLite is SQLite.
+	DialectSQLite = "sqlite"
+	// DialectMySQL is MySQL 8 or MariaDB 10.6 and later.
+	DialectMySQL = "mysql"
+)
+
+// Tx holds every data method of the store. It is implemented by Store
+// itself (each call is its own transaction) and by the transaction handed
+// to the function given to InTx.
+type Tx interface {
+	// InsertDefinition stores a new version of a package: its Version is
+	// one more than the highest version stored for the PackageID (1 for
+	// the first). The stored definition is returned.
+	InsertDefinition(ctx context.Context, params InsertDefinitionParams) (Definition, error)
+	// GetDefinition returns the definition with the given id, or
+	// ErrNotFound.
+	GetDefinition(ctx context.Context, id int64) (Definition, error)
+	// LatestDefinition returns the highest version of a package, or
+	// ErrNotFound when none is stored.
+	LatestDefinition(ctx context.Context, packageID string) (Definition, error)
+	// ListDefinitions returns definitions in ID order.
+	ListDefinitions(ctx context.Context, params ListDefinitionsParams) ([]Definition, error)
+
+	// InsertProcessInstance stores a new process instance. The ID and
+	// Version of inst are ignored; the returned instance has its ID and
+	// Version 1.
+	InsertProcessInstance(ctx context.Context, inst ProcessInstance) (ProcessInstance, error)
+	// GetProcessInstance returns the process instance with the given id,
+	// or ErrNotFound.
+	GetProcessInstance(ctx context.Context, id int64) (ProcessInstance, error)
+	// UpdateProcessInstance changes a process instance if its version is
+	// still params.ExpectedVersion, and returns the new version. It returns
+	// ErrConflict when the version differs and ErrNotFound when there is
+	// no such instance.
+	UpdateProcessInstance(ctx context.Context, params UpdateProcessInstanceParams) (int64, error)
+	// ListProcessInstances returns process instances matching the filter,
+	// in ID order.
+	ListProcessInstances(ctx context.Context, params ListProcessInstancesParams) ([]ProcessInstance, error)
+	// CountProcessInstancesByState counts process instances per state.
+	// States without instances are absent from the map.
+	CountProcessInstancesByState(ctx context.Context) (map[string]int64, error)
+
+	// InsertActivityInstances stores new activity instances, all or none.
+	// IDs and Versions of the arguments are ignored; the returned
+	// instances, in argument order, have their IDs and Version 1.
+	InsertActivityInstances(ctx context.Context, insts []ActivityInstance) ([]ActivityInstance, error)
+	// GetActivityInstance returns the activity instance with the given id,
+	// or ErrNotFound.
+	GetActivityInstance(ctx context.Context, id int64) (ActivityInstance, error)
+	// UpdateActivityInstance changes an activity instance if its version
+	// is still params.ExpectedVersion, and returns the new version. It
+	// returns ErrConflict when the version differs and ErrNotFound when
+	// there is no such instance.
+	UpdateActivityInstance(ctx context.Context, params UpdateActivityInstanceParams) (int64, error)
+	// ListActivityInstances returns the activity instances of a process
+	// instance in ID order, optionally only those in the given states.
+	ListActivityInstances(ctx context.Context, params ListActivityInstancesParams) ([]ActivityInstance, error)
+
+	// PutVariables inserts the variables, replacing the Type and Value of
+	// those whose (ProcessInstanceID, Name) already exists.
+	PutVariables(ctx context.Context, vars []Variable) error
+	// GetVariables returns the variables of a process instance by name;
+	// an empty map when it has none.
+	GetVariables(ctx context.Context, processInstanceID int64) (map[string]Variable, error)
+
+	// InsertWorkItem stores a new work item. The ID of item is ignored;
+	// the returned item has its ID.
+	InsertWorkItem(ctx context.Context, item WorkItem) (WorkItem, error)
+	// GetWorkItem returns the work item with the given id, or ErrNotFound.
+	GetWorkItem(ctx context.Context, id int64) (WorkItem, error)
+	// UpdateWorkItem changes a work item. When params.ExpectedState is not
+	// empty the change is made only if the item is still in that state,
+	// and ErrConflict is returned otherwise. ErrNotFound means there is no
+	// such item.
+	UpdateWorkItem(ctx context.Context, params UpdateWorkItemParams) error
+	// ListWorkItems returns work items matching the filter, in ID order.
+	ListWorkItems(ctx context.Context, params ListWorkItemsParams) ([]WorkItem, error)
+
+	// InsertEvents writes events to the outbox, all or none. When an
+	// EventID is already stored (or appears twice in events) it returns
+	// ErrDuplicate and inserts nothing of the batch. IDs, ProcessedAt,
+	// Attempts, ClaimedBy and ClaimedUntil of the arguments are ignored;
+	// the returned events, in argument order, have their IDs.
+	InsertEvents(ctx context.Context, events []Event) ([]Event, error)
+	// GetEvent returns the event with the given id, or ErrNotFound.
+	GetEvent(ctx context.Context, id int64) (Event, error)
+	// ClaimEvents claims up to params.Limit events for params.Owner until
+	// params.LeaseUntil and returns them in ID order, with ClaimedBy,
+	// ClaimedUntil and Attempts already updated. An event can be claimed
+	// when it is not processed, its AvailableAt is not after params.Now
+	// and it has no unexpired claim (one whose ClaimedUntil is after
+	// params.Now), whoever holds it: a claim is handed out once per lease,
+	// even to its owner. Concurrent callers never receive the same event
+	// under overlapping leases.
+	ClaimEvents(ctx context.Context, params ClaimEventsParams) ([]Event, error)
+	// MarkEventsProcessed sets ProcessedAt on the given events; processed
+	// events are never claimed again. Events that do not exist or are
+	// already processed are left as they are, so marking is idempotent.
+	MarkEventsProcessed(ctx context.Context, params MarkEventsProcessedParams) error
+
+	// InsertHistory appends entries to the audit trail, all or none; IDs
+	// of the arguments are ignored.
+	InsertHistory(ctx context.Context, entries []HistoryEntry) error
+	// ListHistory returns the history of a process instance in ID order,
+	// which is the order it was written in.
+	ListHistory(ctx context.Context, params ListHistoryParams) ([]HistoryEntry, error)
+}
+
+// InsertDefinitionParams are the arguments of Tx.InsertDefinition.
+type InsertDefinitionParams struct {
+	// PackageID is the XPDL Package id; required.
+	PackageID string
+	// Name is the package's name.
+	Name string
+	// Source is the XPDL document.
+	Source []byte
+	// CreatedAt is the deployment time.
+	CreatedAt time.Time
+}
+
+// ListDefinitionsParams are the arguments of Tx.ListDefinitions.
+type ListDefinitionsParams struct {
+	// PackageID, when not empty, lists only the versions of that package.
+	PackageID string
+}
+
+// UpdateProcessInstanceParams are the arguments of
+// Tx.UpdateProcessInstance. State, Diagnosis, UpdatedAt and EndedAt
+// replace the stored values.
+type UpdateProcessInstanceParams struct {
+	// ID is the process instance to change.
+	ID int64
+	// ExpectedVersion is the version the change was computed from.
+	ExpectedVersion int64
+	// State is the new state.
+	State string
+	// Diagnosis is the new diagnosis ("" clears it).
+	Diagnosis string
+	// UpdatedAt is the time of the change.
+	UpdatedAt time.Time
+	// EndedAt is the new end time (nil clears it).
+	EndedAt *time.Time
+}
+
+// ListProcessInstancesParams filter Tx.ListProcessInstances. Zero fields
+// do not filter. Pages are walked by passing the last ID of a page as
+// AfterID of the next.
+type ListProcessInstancesParams struct {
+	// States, when not empty, keeps only instances in one of these states.
+	States []string
+	// DefinitionID, when not 0, keeps only instances of that definition.
+	DefinitionID int64
+	// ParentInstanceID, when not 0, keeps only subflow instances of that
+	// parent.
+	ParentInstanceID int64
+	// AfterID keeps only instances whose ID is greater.
+	AfterID int64
+	// Limit, when greater than 0, is the most instances returned.
+	Limit int
+}
+
+// UpdateActivityInstanceParams are the arguments of
+// Tx.UpdateActivityInstance. State, Attempt, Diagnosis, UpdatedAt and
+// EndedAt replace the stored values.
+type UpdateActivityInstanceParams struct {
+	// ID is the activity instance to change.
+	ID int64
+	// ExpectedVersion is the version the change was computed from.
+	ExpectedVersion int64
+	// State is the new state.
+	State string
+	// Attempt is the new attempt count.
+	Attempt int
+	// Diagnosis is the new diagnosis ("" clears it).
+	Diagnosis string
+	// UpdatedAt is the time of the change.
+	UpdatedAt time.Time
+	// EndedAt is the new end time (nil clears it).
+	EndedAt *time.Time
+}
+
+// ListActivityInstancesParams are the arguments of
+// Tx.ListActivityInstances.
+type ListActivityInstancesParams struct {
+	// ProcessInstanceID is the process instance whose activities are
+	// listed; required.
+	ProcessInstanceID int64
+	// States, when not empty, keeps only activities in one of these
+	// states.
+	States []string
+}
+
+// UpdateWorkItemParams are the arguments of Tx.UpdateWorkItem. State,
+// Performer, UpdatedAt and EndedAt replace the stored values.
+type UpdateWorkItemParams struct {
+	// ID is the work item to change.
+	ID int64
+	// ExpectedState, when not empty, makes the change conditional on the
+	// item still being in this state.
+	ExpectedState string
+	// State is the new state.
+	State string
+	// Performer is the new performer.
+	Performer string
+	// UpdatedAt is the time of the change.
+	UpdatedAt time.Time
+	// EndedAt is the new end time (nil clears it).
+	EndedAt *time.Time
+}
+
+// ListWorkItemsParams filter Tx.ListWorkItems. Zero fields do not filter.
+type ListWorkItemsParams struct {
+	// ProcessInstanceID, when not 0, keeps only items of that process
+	// instance.
+	ProcessInstanceID int64
+	// States, when not empty, keeps only items in one of these states.
+	States []string
+	// AfterID keeps only items whose ID is greater.
+	AfterID int64
+	// Limit, when greater than 0, is the most items returned.
+	Limit int
+}
+
+// EventPool selects which events ClaimEvents considers.
+type EventPool int
+
+const (
+	// AnyPool claims critical and normal events alike.
+	AnyPool EventPool = iota
+	// CriticalPool claims only critical events (process control).
+	CriticalPool
+	// NormalPool claims only events that are not critical.
+	NormalPool
+)
+
+// ClaimEventsParams are the arguments of Tx.ClaimEvents.
+type ClaimEventsParams struct {
+	// Owner identifies the claimant; required.
+	Owner string
+	// Now is the current time by the caller's clock.
+	Now time.Time
+	// LeaseUntil is when the claims expire; must be after Now.
+	LeaseUntil time.Time
+	// Limit is the most events claimed; must be greater than 0.
+	Limit int
+	// Pool restricts the claim to critical or normal events.
+	Pool EventPool
+}
+
+// MarkEventsProcessedParams are the arguments of Tx.MarkEventsProcessed.
+type MarkEventsProcessedParams struct {
+	// IDs are the events (Event.ID) to mark.
+	IDs []int64
+	// ProcessedAt is the time of processing.
+	ProcessedAt time.Time
+}
+
+// ListHistoryParams are the arguments of Tx.ListHistory.
+type ListHistoryParams struct {
+	// ProcessInstanceID is the process instance whose history is listed;
+	// required.
+	ProcessInstanceID int64
+	// AfterID keeps only entries whose ID is greater.
+	AfterID int64
+	// Limit, when greater than 0, is the most entries returned.
+	Limit int
+}
