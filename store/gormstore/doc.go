@@ -1,0 +1,45 @@
+// Package gormstore implements store.Store with GORM, for SQLite (the
+// default: pure Go, no cgo) and for MySQL 8 / MariaDB 10.6+ (production,
+// and several engine processes sharing one database).
+//
+// Only the wiring code (the program's main, the engine's constructor taking
+// a host's *gorm.DB) and tests import this package; everything else uses
+// package store.
+//
+// # Quick start
+//
+//	db, err := gormstore.OpenSQLite("goxpdl.db") // or OpenMySQL(dsn), or the host's own *gorm.DB
+//	...
+//	defer func() { sqlDB, _ := db.DB(); sqlDB.Close() }()
+//	s, err := gormstore.New(db)
+//	...
+//	err = s.Migrate(ctx)
+//
+// # Sharing the host's transaction
+//
+// New accepts any *gorm.DB, including a transaction of the host's:
+//
+//	err := hostDB.Transaction(func(tx *gorm.DB) error {
+//		// business writes with tx ...
+//		s, err := gormstore.New(tx)
+//		if err != nil {
+//			return err
+//		}
+//		_, err = s.InsertProcessInstance(ctx, inst) // runs in tx
+//		return err
+//	})
+//
+// Every method of such a Store runs in the host's transaction and commits
+// or rolls back with it. InTx on it nests with a savepoint (see Store).
+// Migrate refuses to run in a transaction.
+//
+// # Tables
+//
+// The tables are goxpdl_definitions, goxpdl_process_instances,
+// goxpdl_activity_instances, goxpdl_variables, goxpdl_work_items,
+// goxpdl_events (the outbox) and goxpdl_history, created by Migrate in the
+// host's database. Timestamps are stored in UTC with microsecond precision
+// (DATETIME(6) on MySQL). Errors are translated at the boundary: no row is
+// store.ErrNotFound, a unique-key violation store.ErrDuplicate, a MySQL
+// deadlock store.ErrConflict; the driver's error stays in the chain.
+package gormstore

@@ -1,0 +1,75 @@
+package gormstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// Error numbers and result codes translated at the boundary.
+const (
+	mysqlErrDupEntry = 1062 // ER_DUP_ENTRY
+	mysqlErrDeadlock = 1213 // ER_LOCK_DEADLOCK: InnoDB rolled the transaction back
+
+	sqliteConstraintPrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
+	sqliteConstraintUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
+	sqliteBusySnapshot         = 517  // SQLITE_BUSY_SNAPSHOT: a WAL read snapshot went stale before the write
+)
+
+// translate maps database errors to the store's sentinels, keeping the
+// original in the chain: the result matches both errors.Is(err,
+// store.ErrDuplicate) and errors.As(err, &*mysql.MySQLError). Errors it
+// does not know pass through unchanged.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return store.ErrNotFound
+	case errors.Is(err, gorm.ErrDuplicatedKey): // a host *gorm.DB with TranslateError
+		return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
+	}
+
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		switch myErr.Number {
+		case mysqlErrDupEntry:
+			return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
+		case mysqlErrDeadlock:
+			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+		}
+		return err
+	}
+
+	// SQLite drivers over modernc.org/sqlite (glebarez/go-sqlite,
+	// modernc's own) report extended result codes through Code().
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		switch coded.Code() {
+		case sqliteConstraintUnique, sqliteConstraintPrimaryKey:
+			return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
+		case sqliteBusySnapshot:
+			return fmt.Errorf("%w: %w", store.ErrConflict, err)
+		}
+		return err
+	}
+	// Any other SQLite driver a host may bring: its message is stable.
+	if msg := err.Error(); strings.Contains(msg, "UNIQUE constraint failed") {
+		return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
+	}
+	return err
+}
+
+// wrap adds the operation to a translated error.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, translate(err))...)
+}

@@ -1,0 +1,149 @@
+package gormstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// batchSize is the most rows one INSERT carries. It keeps statements below
+// the placeholder limits (32766 in SQLite, 65535 in MySQL) for the widest
+// table. A larger batch is inserted in a transaction of its own (a savepoint
+// inside an enclosing one), so it still succeeds or fails as a whole.
+const batchSize = 500
+
+// Store implements store.Store over a *gorm.DB.
+//
+// A Store built by New over a connection pool runs each data method in its
+// own transaction where the method needs more than one statement. A Store
+// built over a transaction handle (a *gorm.DB returned by db.Begin, or the
+// tx inside db.Transaction) runs every method inside that transaction: this
+// is how the engine writes in the host's transaction. InTx on such a Store
+// does not start a new transaction; it sets a savepoint, runs fn, and rolls
+// back to the savepoint when fn fails or panics, leaving the host's
+// transaction usable and its earlier writes in place (unless the host's
+// gorm.Config sets DisableNestedTransaction, in which case fn's writes stay
+// in the host's transaction and only the host can roll them back).
+//
+// A Store holds no request context; every method takes ctx. It is safe for
+// concurrent use when the *gorm.DB is a pool; a Store over a transaction is
+// as concurrent as the transaction, that is not at all.
+type Store struct {
+	db      *gorm.DB
+	dialect string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a Store over db, which may be a connection pool or a
+// transaction. The dialect must be SQLite or MySQL/MariaDB; New does no IO,
+// so it is cheap to call once per host transaction.
+func New(db *gorm.DB) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("gormstore: nil *gorm.DB")
+	}
+	var dialect string
+	if db.Dialector == nil {
+		return nil, errors.New("gormstore: *gorm.DB has no dialector")
+	}
+	switch name := db.Dialector.Name(); name {
+	case "sqlite":
+		dialect = store.DialectSQLite
+	case "mysql":
+		dialect = store.DialectMySQL
+	default:
+		return nil, fmt.Errorf("gormstore: unsupported dialect %q (want sqlite or mysql)", name)
+	}
+	return &Store{db: db, dialect: dialect}, nil
+}
+
+// Capabilities implements store.Store. MySQL means MySQL 8.0.1 or MariaDB
+// 10.6 and later, which have SKIP LOCKED.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{
+		Dialect:            s.dialect,
+		SupportsSkipLocked: s.dialect == store.DialectMySQL,
+	}
+}
+
+// InTx implements store.Store. Over a pool it begins a transaction; over a
+// transaction it nests with a savepoint (see Store).
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(ctx, &Store{db: tx, dialect: s.dialect})
+	})
+}
+
+// Migrate creates or updates goxpdl's tables and indexes (GORM
+// AutoMigrate). It must run on a Store over a pool, not inside a
+// transaction: MySQL commits an open transaction on DDL. Running it again
+// is harmless.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.inTx() {
+		return errors.New("gormstore: migrate inside a transaction (MySQL would commit it); use a Store over the pool")
+	}
+	db := s.db.WithContext(ctx)
+	if s.dialect == store.DialectMySQL {
+		db = db.Set("gorm:table_options", "ENGINE=InnoDB")
+	}
+	if err := db.AutoMigrate(allModels...); err != nil {
+		return fmt.Errorf("migrate: %w", translate(err))
+	}
+	return nil
+}
+
+// inTx reports whether s runs inside a transaction.
+func (s *Store) inTx() bool {
+	c, ok := s.db.Statement.ConnPool.(gorm.TxCommitter)
+	return ok && c != nil
+}
+
+// atomic runs fn in a transaction: its own when s is over a pool, else the
+// enclosing one (without a savepoint; fn must leave nothing half-written
+// when it fails, or the caller's rollback must cover it). opts apply only
+// to a transaction of its own.
+func (s *Store) atomic(ctx context.Context, fn func(db *gorm.DB) error, opts ...*sql.TxOptions) error {
+	db := s.db.WithContext(ctx)
+	if s.inTx() {
+		return fn(db)
+	}
+	return db.Transaction(fn, opts...)
+}
+
+// createBatch inserts models (a slice of model structs) as one statement,
+// or, when longer than batchSize, in chunks inside a transaction (a
+// savepoint when nested) so that the batch is all or nothing.
+func createBatch[M any](ctx context.Context, s *Store, models []M) error {
+	if len(models) == 0 {
+		return nil
+	}
+	db := s.db.WithContext(ctx)
+	if len(models) <= batchSize {
+		return db.Create(&models).Error
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		for start := 0; start < len(models); start += batchSize {
+			chunk := models[start:min(start+batchSize, len(models))]
+			if err := tx.Create(&chunk).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// requireTime rejects the zero time, which MySQL in strict mode refuses
+// and SQLite would keep: a zero timestamp is a caller that forgot its
+// clock.
+func requireTime(what string, t time.Time) error {
+	if t.IsZero() {
+		return fmt.Errorf("gormstore: %s is the zero time", what)
+	}
+	return nil
+}

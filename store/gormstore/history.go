@@ -1,0 +1,42 @@
+package gormstore
+
+import (
+	"context"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// InsertHistory implements store.Tx.
+func (s *Store) InsertHistory(ctx context.Context, entries []store.HistoryEntry) error {
+	ms := make([]historyModel, len(entries))
+	for i, e := range entries {
+		if err := requireTime("insert history: at", e.At); err != nil {
+			return err
+		}
+		ms[i] = historyFromRow(e)
+	}
+	if err := createBatch(ctx, s, ms); err != nil {
+		return wrap(err, "insert %d history entries", len(entries))
+	}
+	return nil
+}
+
+// ListHistory implements store.Tx.
+func (s *Store) ListHistory(ctx context.Context, params store.ListHistoryParams) ([]store.HistoryEntry, error) {
+	q := s.db.WithContext(ctx).Where("process_instance_id = ?", params.ProcessInstanceID).Order("id")
+	if params.AfterID != 0 {
+		q = q.Where("id > ?", params.AfterID)
+	}
+	if params.Limit > 0 {
+		q = q.Limit(params.Limit)
+	}
+	var ms []historyModel
+	if err := q.Find(&ms).Error; err != nil {
+		return nil, wrap(err, "list history of process instance %d", params.ProcessInstanceID)
+	}
+	out := make([]store.HistoryEntry, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
+}

@@ -1,0 +1,229 @@
+package gormstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// InsertProcessInstance implements store.Tx.
+func (s *Store) InsertProcessInstance(ctx context.Context, inst store.ProcessInstance) (store.ProcessInstance, error) {
+	if err := errors.Join(
+		requireTime("insert process instance: created at", inst.CreatedAt),
+		requireTime("insert process instance: updated at", inst.UpdatedAt),
+	); err != nil {
+		return store.ProcessInstance{}, err
+	}
+	m := processInstanceFromRow(inst)
+	m.ID = 0
+	m.Version = 1
+	if err := s.db.WithContext(ctx).Create(&m).Error; err != nil {
+		return store.ProcessInstance{}, wrap(err, "insert process instance")
+	}
+	return m.row(), nil
+}
+
+// GetProcessInstance implements store.Tx.
+func (s *Store) GetProcessInstance(ctx context.Context, id int64) (store.ProcessInstance, error) {
+	var m processInstanceModel
+	if err := s.db.WithContext(ctx).Take(&m, "id = ?", id).Error; err != nil {
+		return store.ProcessInstance{}, wrap(err, "get process instance %d", id)
+	}
+	return m.row(), nil
+}
+
+// UpdateProcessInstance implements store.Tx.
+func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdateProcessInstanceParams) (int64, error) {
+	if err := requireTime("update process instance: updated at", params.UpdatedAt); err != nil {
+		return 0, err
+	}
+	return s.updateVersioned(ctx, &processInstanceModel{}, "process instance", params.ID, params.ExpectedVersion, map[string]any{
+		"state":      params.State,
+		"diagnosis":  params.Diagnosis,
+		"updated_at": dbTime(params.UpdatedAt),
+		"ended_at":   dbTimePtr(params.EndedAt),
+	})
+}
+
+// updateVersioned is the optimistic update of process and activity
+// instances: one UPDATE ... WHERE id = ? AND version = ? that also
+// increments the version. No row changed means the version moved on
+// (ErrConflict) or the row does not exist (ErrNotFound), which a second
+// read tells apart.
+func (s *Store) updateVersioned(ctx context.Context, model any, what string, id, expected int64, set map[string]any) (int64, error) {
+	set["version"] = gorm.Expr("version + 1")
+	db := s.db.WithContext(ctx)
+	res := db.Model(model).Where("id = ? AND version = ?", id, expected).Updates(set)
+	if res.Error != nil {
+		return 0, wrap(res.Error, "update %s %d", what, id)
+	}
+	if res.RowsAffected == 1 {
+		return expected + 1, nil
+	}
+	var versions []int64
+	if err := db.Model(model).Where("id = ?", id).Pluck("version", &versions).Error; err != nil {
+		return 0, wrap(err, "update %s %d", what, id)
+	}
+	if len(versions) == 0 {
+		return 0, fmt.Errorf("update %s %d: %w", what, id, store.ErrNotFound)
+	}
+	return 0, fmt.Errorf("update %s %d: expected version %d, found %d: %w", what, id, expected, versions[0], store.ErrConflict)
+}
+
+// ListProcessInstances implements store.Tx.
+func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProcessInstancesParams) ([]store.ProcessInstance, error) {
+	q := s.db.WithContext(ctx).Order("id")
+	if len(params.States) > 0 {
+		q = q.Where("state IN ?", params.States)
+	}
+	if params.DefinitionID != 0 {
+		q = q.Where("definition_id = ?", params.DefinitionID)
+	}
+	if params.ParentInstanceID != 0 {
+		q = q.Where("parent_instance_id = ?", params.ParentInstanceID)
+	}
+	if params.AfterID != 0 {
+		q = q.Where("id > ?", params.AfterID)
+	}
+	if params.Limit > 0 {
+		q = q.Limit(params.Limit)
+	}
+	var ms []processInstanceModel
+	if err := q.Find(&ms).Error; err != nil {
+		return nil, wrap(err, "list process instances")
+	}
+	out := make([]store.ProcessInstance, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
+}
+
+// CountProcessInstancesByState implements store.Tx.
+func (s *Store) CountProcessInstancesByState(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		State string
+		N     int64
+	}
+	err := s.db.WithContext(ctx).Model(&processInstanceModel{}).
+		Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error
+	if err != nil {
+		return nil, wrap(err, "count process instances by state")
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.State] = r.N
+	}
+	return out, nil
+}
+
+// InsertActivityInstances implements store.Tx.
+func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.ActivityInstance) ([]store.ActivityInstance, error) {
+	ms := make([]activityInstanceModel, len(insts))
+	for i, r := range insts {
+		if err := errors.Join(
+			requireTime("insert activity instance: created at", r.CreatedAt),
+			requireTime("insert activity instance: updated at", r.UpdatedAt),
+		); err != nil {
+			return nil, err
+		}
+		ms[i] = activityInstanceFromRow(r)
+		ms[i].ID = 0
+		ms[i].Version = 1
+	}
+	if err := createBatch(ctx, s, ms); err != nil {
+		return nil, wrap(err, "insert %d activity instances", len(insts))
+	}
+	out := make([]store.ActivityInstance, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
+}
+
+// GetActivityInstance implements store.Tx.
+func (s *Store) GetActivityInstance(ctx context.Context, id int64) (store.ActivityInstance, error) {
+	var m activityInstanceModel
+	if err := s.db.WithContext(ctx).Take(&m, "id = ?", id).Error; err != nil {
+		return store.ActivityInstance{}, wrap(err, "get activity instance %d", id)
+	}
+	return m.row(), nil
+}
+
+// UpdateActivityInstance implements store.Tx.
+func (s *Store) UpdateActivityInstance(ctx context.Context, params store.UpdateActivityInstanceParams) (int64, error) {
+	if err := requireTime("update activity instance: updated at", params.UpdatedAt); err != nil {
+		return 0, err
+	}
+	return s.updateVersioned(ctx, &activityInstanceModel{}, "activity instance", params.ID, params.ExpectedVersion, map[string]any{
+		"state":      params.State,
+		"attempt":    params.Attempt,
+		"diagnosis":  params.Diagnosis,
+		"updated_at": dbTime(params.UpdatedAt),
+		"ended_at":   dbTimePtr(params.EndedAt),
+	})
+}
+
+// ListActivityInstances implements store.Tx.
+func (s *Store) ListActivityInstances(ctx context.Context, params store.ListActivityInstancesParams) ([]store.ActivityInstance, error) {
+	q := s.db.WithContext(ctx).Where("process_instance_id = ?", params.ProcessInstanceID).Order("id")
+	if len(params.States) > 0 {
+		q = q.Where("state IN ?", params.States)
+	}
+	var ms []activityInstanceModel
+	if err := q.Find(&ms).Error; err != nil {
+		return nil, wrap(err, "list activity instances of process instance %d", params.ProcessInstanceID)
+	}
+	out := make([]store.ActivityInstance, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
+}
+
+// PutVariables implements store.Tx with an upsert (INSERT ... ON CONFLICT
+// on SQLite, ON DUPLICATE KEY UPDATE on MySQL).
+func (s *Store) PutVariables(ctx context.Context, vars []store.Variable) error {
+	if len(vars) == 0 {
+		return nil
+	}
+	ms := make([]variableModel, len(vars))
+	for i, v := range vars {
+		ms[i] = variableFromRow(v)
+	}
+	upsert := clause.OnConflict{
+		Columns:   []clause.Column{{Name: "process_instance_id"}, {Name: "name"}},
+		DoUpdates: clause.AssignmentColumns([]string{"type", "value"}),
+	}
+	err := s.atomic(ctx, func(db *gorm.DB) error {
+		for start := 0; start < len(ms); start += batchSize {
+			chunk := ms[start:min(start+batchSize, len(ms))]
+			if err := db.Clauses(upsert).Create(&chunk).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap(err, "put %d variables", len(vars))
+	}
+	return nil
+}
+
+// GetVariables implements store.Tx.
+func (s *Store) GetVariables(ctx context.Context, processInstanceID int64) (map[string]store.Variable, error) {
+	var ms []variableModel
+	if err := s.db.WithContext(ctx).Where("process_instance_id = ?", processInstanceID).Find(&ms).Error; err != nil {
+		return nil, wrap(err, "get variables of process instance %d", processInstanceID)
+	}
+	out := make(map[string]store.Variable, len(ms))
+	for i := range ms {
+		out[ms[i].Name] = ms[i].row()
+	}
+	return out, nil
+}

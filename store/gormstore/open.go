@@ -1,0 +1,132 @@
+package gormstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// MemoryPath is the path that makes OpenSQLite open a private in-memory
+// database.
+const MemoryPath = ":memory:"
+
+// sqliteBusyTimeout is how long a connection waits for another one's write
+// lock before failing with "database is locked".
+const sqliteBusyTimeout = 5 * time.Second
+
+// gormConfig is the configuration of the databases opened here.
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
+		// Silent by default, so that tests and the CLI print only what
+		// they mean to; a host that wants SQL logs sets its own logger
+		// with db.Session(&gorm.Session{Logger: ...}).
+		Logger: logger.Discard,
+		// All time comes from the caller (the engine's clock). GORM calls
+		// NowFunc on every INSERT whether or not a column wants it, so it
+		// cannot panic; our models switch autoCreateTime/autoUpdateTime
+		// off, and a zero time that did reach a row would fail the
+		// round-trip tests of the conformance suite.
+		NowFunc: func() time.Time { return time.Time{} },
+	}
+}
+
+// OpenSQLite opens the SQLite database at path with the pure-Go driver
+// github.com/glebarez/sqlite (modernc.org/sqlite underneath; no cgo), set
+// up to be durable and safe for the engine:
+//
+//   - journal_mode=WAL: readers do not block the writer nor it them;
+//   - synchronous=FULL: a committed transaction survives a power loss;
+//   - foreign_keys=ON, busy_timeout=5000 ms;
+//   - transactions begin IMMEDIATE: they take the write lock at BEGIN, so
+//     two transactions never both read and then fail to upgrade to
+//     writing (SQLITE_BUSY); they queue on busy_timeout instead.
+//
+// Every connection of the pool gets these settings (they are in the DSN).
+//
+// path MemoryPath (":memory:") opens a private in-memory database, for
+// tests and the CLI's default. Each new connection to ":memory:" would be
+// a new, empty database, so the pool is limited to a single connection:
+// all use is serialised, and code that holds a transaction open must not
+// wait for another statement on the same *gorm.DB outside it (it would
+// wait forever). WAL does not apply in memory.
+//
+// Close the database with db.DB() and Close when done.
+func OpenSQLite(path string) (*gorm.DB, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite: empty path")
+	}
+	if strings.ContainsRune(path, '?') || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("open sqlite %q: want a plain file path or %q, not a URI", path, MemoryPath)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+
+	// gorm.Open closes the pool itself when it fails.
+	db, err := gorm.Open(sqlite.Open(path+"?"+q.Encode()), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		closeGorm(db)
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+	}
+	if path == MemoryPath {
+		sqlDB.SetMaxOpenConns(1)
+		return db, nil
+	}
+	// WAL is silently refused where the file system cannot support it;
+	// say so rather than run with different guarantees.
+	var mode string
+	if err := sqlDB.QueryRowContext(context.Background(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		closeGorm(db)
+		return nil, fmt.Errorf("open sqlite %q: read journal mode: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		closeGorm(db)
+		return nil, fmt.Errorf("open sqlite %q: journal mode is %q, want wal", path, mode)
+	}
+	return db, nil
+}
+
+// OpenMySQL opens a MySQL 8 or MariaDB 10.6+ database with
+// gorm.io/driver/mysql. dsn is a github.com/go-sql-driver/mysql DSN such
+// as "user:pass@tcp(127.0.0.1:3306)/goxpdl". parseTime=true is always set
+// (the store reads DATETIME columns as time.Time) and loc is always UTC
+// (the store writes UTC; one location for every node sharing the
+// database).
+//
+// Close the database with db.DB() and Close when done.
+func OpenMySQL(dsn string) (*gorm.DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSN: cfg.FormatDSN()}), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	return db, nil
+}
+
+// closeGorm closes the pool of a *gorm.DB that opened but cannot be used.
+func closeGorm(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+}
