@@ -1,0 +1,257 @@
+package gormstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/store/storetest"
+)
+
+// TestConformance runs the store contract on every dialect: SQLite in a
+// file (WAL, several connections), SQLite in memory (one connection) and
+// MySQL/MariaDB when GOXPDL_MYSQL_DSN is set.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			if d.name == "MySQL" {
+				mysqlDSN(t) // skip here, visibly, rather than in every test
+			}
+			storetest.Run(t, func(t *testing.T) store.Store {
+				return newStore(t, d.open(t))
+			})
+		})
+	}
+}
+
+// hostOrder is a business table of the host, written in the same
+// transaction as the engine's rows.
+type hostOrder struct {
+	ID    int64 `gorm:"primaryKey"`
+	Title string
+}
+
+// TestHostTransaction checks the gormstore side of DESIGN §4: a Store
+// built over the host's transaction writes in it, and InTx on it nests
+// with a savepoint.
+func TestHostTransaction(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	instance := store.ProcessInstance{ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}
+
+	setup := func(t *testing.T, d dialect) (context.Context, *gorm.DB, *gormstore.Store) {
+		t.Helper()
+		db := d.open(t)
+		s := newStore(t, db)
+		require.NoError(t, db.AutoMigrate(&hostOrder{}))
+		return t.Context(), db, s
+	}
+	countOrders := func(t *testing.T, db *gorm.DB) int64 {
+		t.Helper()
+		var n int64
+		require.NoError(t, db.Model(&hostOrder{}).Count(&n).Error)
+		return n
+	}
+	countInstances := func(t *testing.T, ctx context.Context, s *gormstore.Store) int64 {
+		t.Helper()
+		list, err := s.ListProcessInstances(ctx, store.ListProcessInstancesParams{})
+		require.NoError(t, err)
+		return int64(len(list))
+	}
+
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+
+			t.Run("CommitTogether", func(t *testing.T) {
+				t.Parallel()
+				ctx, db, s := setup(t, d)
+				err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+					require.NoError(t, tx.Create(&hostOrder{Title: "order 1"}).Error)
+					ts, err := gormstore.New(tx)
+					require.NoError(t, err)
+					_, err = ts.InsertProcessInstance(ctx, instance)
+					return err
+				})
+				require.NoError(t, err)
+				require.Equal(t, int64(1), countOrders(t, db))
+				require.Equal(t, int64(1), countInstances(t, ctx, s))
+			})
+
+			t.Run("RollbackTogether", func(t *testing.T) {
+				t.Parallel()
+				ctx, db, s := setup(t, d)
+				errHost := errors.New("host says no")
+				err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+					require.NoError(t, tx.Create(&hostOrder{Title: "order 1"}).Error)
+					ts, err := gormstore.New(tx)
+					require.NoError(t, err)
+					// The engine's own InTx inside the host's transaction
+					// succeeds, yet the host's rollback undoes it.
+					require.NoError(t, ts.InTx(ctx, func(ctx context.Context, etx store.Tx) error {
+						_, err := etx.InsertProcessInstance(ctx, instance)
+						return err
+					}))
+					_, err = ts.InsertEvents(ctx, []store.Event{{EventID: "e1", Kind: "k", CreatedAt: t0, AvailableAt: t0}})
+					require.NoError(t, err)
+					return errHost
+				})
+				require.ErrorIs(t, err, errHost)
+				require.Zero(t, countOrders(t, db))
+				require.Zero(t, countInstances(t, ctx, s))
+				evs, err := s.ClaimEvents(ctx, store.ClaimEventsParams{Owner: "o", Now: t0, LeaseUntil: t0.Add(time.Minute), Limit: 10})
+				require.NoError(t, err)
+				require.Empty(t, evs)
+			})
+
+			t.Run("InTxNestsWithSavepoint", func(t *testing.T) {
+				t.Parallel()
+				ctx, db, s := setup(t, d)
+				errEngine := errors.New("engine step failed")
+				err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+					require.NoError(t, tx.Create(&hostOrder{Title: "order 1"}).Error)
+					ts, err := gormstore.New(tx)
+					require.NoError(t, err)
+					kept, err := ts.InsertProcessInstance(ctx, instance)
+					require.NoError(t, err)
+
+					var dropped store.ProcessInstance
+					err = ts.InTx(ctx, func(ctx context.Context, etx store.Tx) error {
+						dropped, err = etx.InsertProcessInstance(ctx, instance)
+						require.NoError(t, err)
+						return errEngine
+					})
+					require.ErrorIs(t, err, errEngine)
+					require.Panics(t, func() {
+						_ = ts.InTx(ctx, func(ctx context.Context, etx store.Tx) error {
+							_, err := etx.InsertProcessInstance(ctx, instance)
+							require.NoError(t, err)
+							panic("engine bug")
+						})
+					})
+
+					// Only the savepoints were rolled back: the host's
+					// transaction goes on with its earlier writes.
+					_, err = ts.GetProcessInstance(ctx, kept.ID)
+					require.NoError(t, err)
+					_, err = ts.GetProcessInstance(ctx, dropped.ID)
+					require.ErrorIs(t, err, store.ErrNotFound)
+					return tx.Create(&hostOrder{Title: "order 2"}).Error
+				})
+				require.NoError(t, err)
+				require.Equal(t, int64(2), countOrders(t, db))
+				require.Equal(t, int64(1), countInstances(t, ctx, s))
+			})
+
+			t.Run("MigrateRefusedInTx", func(t *testing.T) {
+				t.Parallel()
+				ctx, db, _ := setup(t, d)
+				err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+					ts, err := gormstore.New(tx)
+					require.NoError(t, err)
+					return ts.Migrate(ctx)
+				})
+				require.Error(t, err)
+			})
+		})
+	}
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s := newStore(t, d.open(t))
+			_, err := s.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+			require.NoError(t, err)
+			require.NoError(t, s.Migrate(ctx))
+			require.NoError(t, s.Migrate(ctx))
+			latest, err := s.LatestDefinition(ctx, "p")
+			require.NoError(t, err)
+			require.Equal(t, 1, latest.Version)
+		})
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	want := map[string]store.Capabilities{
+		"SQLite":       {Dialect: store.DialectSQLite},
+		"SQLiteMemory": {Dialect: store.DialectSQLite},
+		"MySQL":        {Dialect: store.DialectMySQL, SupportsSkipLocked: true},
+	}
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := gormstore.New(d.open(t))
+			require.NoError(t, err)
+			require.Equal(t, want[d.name], s.Capabilities())
+		})
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	t.Parallel()
+	_, err := gormstore.New(nil)
+	require.Error(t, err)
+	_, err = gormstore.New(&gorm.DB{Config: &gorm.Config{}})
+	require.Error(t, err)
+}
+
+func TestOpenSQLiteSettings(t *testing.T) {
+	t.Parallel()
+	t.Run("File", func(t *testing.T) {
+		t.Parallel()
+		db := openSQLiteFile(t)
+		// Every connection of the pool has the settings: hold one open in
+		// a transaction and check another.
+		ctx := t.Context()
+		require.NoError(t, db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			for _, conn := range []*gorm.DB{tx, db.WithContext(ctx)} {
+				pragmas := map[string]string{}
+				for _, p := range []string{"journal_mode", "synchronous", "foreign_keys", "busy_timeout"} {
+					var v string
+					require.NoError(t, conn.Raw("PRAGMA "+p).Scan(&v).Error)
+					pragmas[p] = v
+				}
+				require.Equal(t, map[string]string{
+					"journal_mode": "wal",
+					"synchronous":  "2", // FULL
+					"foreign_keys": "1",
+					"busy_timeout": "5000",
+				}, pragmas)
+			}
+			return nil
+		}))
+	})
+	t.Run("Memory", func(t *testing.T) {
+		t.Parallel()
+		db := openSQLiteMemory(t)
+		sqlDB, err := db.DB()
+		require.NoError(t, err)
+		require.Equal(t, 1, sqlDB.Stats().MaxOpenConnections, "every connection to :memory: is a new database")
+	})
+	t.Run("RejectsURIs", func(t *testing.T) {
+		t.Parallel()
+		for _, path := range []string{"", "file:x.db", "x.db?mode=ro"} {
+			_, err := gormstore.OpenSQLite(path)
+			require.Error(t, err, path)
+		}
+	})
+}
+
+func TestOpenMySQLBadDSN(t *testing.T) {
+	t.Parallel()
+	_, err := gormstore.OpenMySQL("not a dsn")
+	require.Error(t, err)
+}

@@ -1,0 +1,203 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+func (h *harness) testHistory(t *testing.T) {
+	t.Run("OrderAndRoundTrip", func(t *testing.T) {
+		b := h.setup(t)
+		entries := []store.HistoryEntry{
+			{ID: 500, ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Initiated", Actor: "engine", At: t0},
+			{ProcessInstanceID: 2, Subject: store.SubjectProcess, ToState: "Initiated", Actor: "engine", At: t0},
+			{ProcessInstanceID: 1, ActivityInstanceID: ptr(int64(10)), Subject: store.SubjectActivity, FromState: "Initiated", ToState: "Active",
+				Actor: "engine", Data: []byte(`{"attempt":1}`), At: at(time.Millisecond)},
+			{ProcessInstanceID: 1, ActivityInstanceID: ptr(int64(10)), WorkItemID: ptr(int64(20)), Subject: store.SubjectWorkItem,
+				FromState: "Offered", ToState: "Completed", Actor: "alice", At: at(time.Second)},
+		}
+		require.NoError(t, b.s.InsertHistory(b.ctx, entries[:2]))
+		require.NoError(t, b.s.InsertHistory(b.ctx, entries[2:]))
+		// Entries written later but stamped earlier still list after.
+		require.NoError(t, b.s.InsertHistory(b.ctx, []store.HistoryEntry{
+			{ProcessInstanceID: 1, Subject: store.SubjectProcess, FromState: "Initiated", ToState: "Running", Actor: "engine", At: at(-time.Hour)},
+		}))
+
+		got, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1})
+		require.NoError(t, err)
+		require.Len(t, got, 4)
+		want := []store.HistoryEntry{entries[0], entries[2], entries[3],
+			{ProcessInstanceID: 1, Subject: store.SubjectProcess, FromState: "Initiated", ToState: "Running", Actor: "engine", At: at(-time.Hour)}}
+		for i := range want {
+			want[i].ID = got[i].ID
+			want[i].At = norm(want[i].At)
+			if i > 0 {
+				require.Greater(t, got[i].ID, got[i-1].ID)
+			}
+		}
+		require.NotEqual(t, int64(500), got[0].ID)
+		require.Equal(t, want, got)
+
+		page, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1, AfterID: got[0].ID, Limit: 2})
+		require.NoError(t, err)
+		require.Equal(t, got[1:3], page)
+
+		other, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 2})
+		require.NoError(t, err)
+		require.Len(t, other, 1)
+		none, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 3})
+		require.NoError(t, err)
+		require.Empty(t, none)
+	})
+
+	t.Run("EmptyAndInvalid", func(t *testing.T) {
+		b := h.setup(t)
+		require.NoError(t, b.s.InsertHistory(b.ctx, nil))
+		err := b.s.InsertHistory(b.ctx, []store.HistoryEntry{
+			{ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Running", At: t0},
+			{ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Completed"}, // zero At
+		})
+		require.Error(t, err)
+		got, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1})
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
+}
+
+func (h *harness) testInTx(t *testing.T) {
+	// writeAll writes one row of every kind through tx.
+	writeAll := func(t *testing.T, ctx context.Context, tx store.Tx) store.ProcessInstance {
+		t.Helper()
+		def, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "pkg", CreatedAt: t0})
+		require.NoError(t, err)
+		pi, err := tx.InsertProcessInstance(ctx, store.ProcessInstance{DefinitionID: def.ID, ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0})
+		require.NoError(t, err)
+		ais, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}})
+		require.NoError(t, err)
+		require.NoError(t, tx.PutVariables(ctx, []store.Variable{{ProcessInstanceID: pi.ID, Name: "x", Type: "STRING", Value: []byte(`"v"`)}}))
+		_, err = tx.InsertWorkItem(ctx, store.WorkItem{ProcessInstanceID: pi.ID, ActivityInstanceID: ais[0].ID, State: "Offered", CreatedAt: t0, UpdatedAt: t0})
+		require.NoError(t, err)
+		_, err = tx.InsertEvents(ctx, []store.Event{event("started", pi.ID)})
+		require.NoError(t, err)
+		require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "Initiated", At: t0}}))
+		_, err = tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Running", UpdatedAt: t0})
+		require.NoError(t, err)
+		return pi
+	}
+	// requireNothingWritten checks that no row of any kind exists.
+	requireNothingWritten := func(t *testing.T, b bundle, piID int64) {
+		t.Helper()
+		defs, err := b.s.ListDefinitions(b.ctx, store.ListDefinitionsParams{})
+		require.NoError(t, err)
+		require.Empty(t, defs)
+		_, err = b.s.GetProcessInstance(b.ctx, piID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		counts, err := b.s.CountProcessInstancesByState(b.ctx)
+		require.NoError(t, err)
+		require.Empty(t, counts)
+		ais, err := b.s.ListActivityInstances(b.ctx, store.ListActivityInstancesParams{ProcessInstanceID: piID})
+		require.NoError(t, err)
+		require.Empty(t, ais)
+		vars, err := b.s.GetVariables(b.ctx, piID)
+		require.NoError(t, err)
+		require.Empty(t, vars)
+		wis, err := b.s.ListWorkItems(b.ctx, store.ListWorkItemsParams{})
+		require.NoError(t, err)
+		require.Empty(t, wis)
+		evs, err := b.s.ClaimEvents(b.ctx, store.ClaimEventsParams{Owner: "check", Now: at(time.Hour), LeaseUntil: at(2 * time.Hour), Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, evs)
+		hist, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: piID})
+		require.NoError(t, err)
+		require.Empty(t, hist)
+	}
+
+	t.Run("Commit", func(t *testing.T) {
+		b := h.setup(t)
+		var pi store.ProcessInstance
+		require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			pi = writeAll(t, ctx, tx)
+			// The transaction reads its own writes.
+			got, err := tx.GetProcessInstance(ctx, pi.ID)
+			require.NoError(t, err)
+			require.Equal(t, "Running", got.State)
+			return nil
+		}))
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), got.Version)
+		evs, err := b.s.ClaimEvents(b.ctx, store.ClaimEventsParams{Owner: "o", Now: t0, LeaseUntil: at(time.Minute), Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []string{"started"}, eventIDs(evs))
+	})
+
+	t.Run("RollbackOnError", func(t *testing.T) {
+		b := h.setup(t)
+		errBoom := errors.New("boom")
+		var pi store.ProcessInstance
+		err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			pi = writeAll(t, ctx, tx)
+			return errBoom
+		})
+		require.ErrorIs(t, err, errBoom)
+		requireNothingWritten(t, b, pi.ID)
+	})
+
+	t.Run("RollbackOnPanic", func(t *testing.T) {
+		b := h.setup(t)
+		var pi store.ProcessInstance
+		require.PanicsWithValue(t, "boom", func() {
+			_ = b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+				pi = writeAll(t, ctx, tx)
+				panic("boom")
+			})
+		})
+		requireNothingWritten(t, b, pi.ID)
+		// The connection went back to the pool in good order.
+		require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			writeAll(t, ctx, tx)
+			return nil
+		}))
+	})
+
+	t.Run("StoreErrorsPassThrough", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, 1)
+		err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Suspended", UpdatedAt: t0})
+			require.NoError(t, err)
+			_, err = tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Terminated", UpdatedAt: t0})
+			return err
+		})
+		require.ErrorIs(t, err, store.ErrConflict)
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		require.Equal(t, pi, got, "the first update was rolled back with the second")
+	})
+}
+
+func (h *harness) testTime(t *testing.T) {
+	t.Run("PrecisionAndLocation", func(t *testing.T) {
+		// Any location in, UTC out; nanoseconds truncated to microseconds.
+		b := h.setup(t)
+		zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+		created := time.Date(2026, 12, 31, 23, 59, 59, 999999999, zone)
+		pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+			ProcessDefID: "main", State: "Running", CreatedAt: created, UpdatedAt: created, EndedAt: &created,
+		})
+		require.NoError(t, err)
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		for _, ts := range []time.Time{got.CreatedAt, got.UpdatedAt, *got.EndedAt} {
+			require.True(t, ts.Equal(created.Truncate(time.Microsecond)), "%v", ts)
+			require.Equal(t, time.UTC, ts.Location())
+			require.Equal(t, 999999000, ts.Nanosecond())
+		}
+	})
+}

@@ -1,0 +1,403 @@
+package storetest
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+func (h *harness) testProcessInstances(t *testing.T) {
+	t.Run("RoundTrip", func(t *testing.T) {
+		b := h.setup(t)
+		def := newDefinition(t, b)
+		in := store.ProcessInstance{
+			ID:               999, // ignored
+			DefinitionID:     def.ID,
+			ProcessDefID:     "sub",
+			ParentInstanceID: ptr(int64(7)),
+			ParentActivityID: ptr(int64(8)),
+			State:            "Locking",
+			Version:          42, // ignored: a new instance has version 1
+			Diagnosis:        "no successor of activity A could fire",
+			CreatedAt:        t0,
+			UpdatedAt:        at(time.Second),
+			EndedAt:          ptr(at(time.Minute)),
+		}
+		pi, err := b.s.InsertProcessInstance(b.ctx, in)
+		require.NoError(t, err)
+		require.NotZero(t, pi.ID)
+		require.NotEqual(t, int64(999), pi.ID)
+		want := in
+		want.ID, want.Version = pi.ID, 1
+		want.CreatedAt, want.UpdatedAt, want.EndedAt = norm(in.CreatedAt), norm(in.UpdatedAt), normPtr(in.EndedAt)
+		require.Equal(t, want, pi)
+
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	})
+
+	t.Run("NilPointers", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.ParentInstanceID)
+		require.Nil(t, got.ParentActivityID)
+		require.Nil(t, got.EndedAt)
+		require.Empty(t, got.Diagnosis)
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		b := h.setup(t)
+		_, err := b.s.GetProcessInstance(b.ctx, 12345)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{ID: 12345, ExpectedVersion: 1, State: "Running", UpdatedAt: t0})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.NotErrorIs(t, err, store.ErrConflict)
+	})
+
+	t.Run("OptimisticUpdate", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
+
+		v, err := b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{
+			ID: pi.ID, ExpectedVersion: 1, State: "Locking", Diagnosis: "stuck",
+			UpdatedAt: at(time.Second), EndedAt: ptr(at(2 * time.Second)),
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(2), v)
+
+		// A second writer that also read version 1 loses.
+		_, err = b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{
+			ID: pi.ID, ExpectedVersion: 1, State: "Completed", UpdatedAt: at(3 * time.Second),
+		})
+		require.ErrorIs(t, err, store.ErrConflict)
+		require.NotErrorIs(t, err, store.ErrNotFound)
+
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		want := pi
+		want.State, want.Diagnosis, want.Version = "Locking", "stuck", 2
+		want.UpdatedAt, want.EndedAt = norm(at(time.Second)), normPtr(ptr(at(2*time.Second)))
+		require.Equal(t, want, got)
+
+		// The update replaces: empty diagnosis and nil EndedAt clear them.
+		v, err = b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{
+			ID: pi.ID, ExpectedVersion: 2, State: "Running", UpdatedAt: at(4 * time.Second),
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(3), v)
+		got, err = b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		require.Equal(t, "Running", got.State)
+		require.Empty(t, got.Diagnosis)
+		require.Nil(t, got.EndedAt)
+		require.Equal(t, int64(3), got.Version)
+		require.Equal(t, pi.CreatedAt, got.CreatedAt, "CreatedAt never changes")
+	})
+
+	t.Run("ConcurrentUpdateOneWins", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
+		const n = 4
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{
+					ID: pi.ID, ExpectedVersion: 1, State: "Suspended", UpdatedAt: at(time.Second),
+				})
+			})
+		}
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			if err == nil {
+				wins++
+				continue
+			}
+			require.ErrorIs(t, err, store.ErrConflict)
+		}
+		require.Equal(t, 1, wins)
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), got.Version)
+	})
+
+	t.Run("ListFiltersAndPages", func(t *testing.T) {
+		b := h.setup(t)
+		d1 := newDefinition(t, b)
+		d2 := newDefinition(t, b)
+		insert := func(defID int64, state string, parent *int64) store.ProcessInstance {
+			pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				DefinitionID: defID, ProcessDefID: "main", ParentInstanceID: parent, State: state,
+				CreatedAt: t0, UpdatedAt: t0,
+			})
+			require.NoError(t, err)
+			return pi
+		}
+		p1 := insert(d1.ID, "Running", nil)
+		p2 := insert(d1.ID, "Completed", nil)
+		p3 := insert(d2.ID, "Running", &p1.ID)
+		p4 := insert(d2.ID, "Suspended", &p1.ID)
+		p5 := insert(d1.ID, "Running", &p2.ID)
+		id := func(p store.ProcessInstance) int64 { return p.ID }
+
+		list := func(params store.ListProcessInstancesParams) []int64 {
+			t.Helper()
+			got, err := b.s.ListProcessInstances(b.ctx, params)
+			require.NoError(t, err)
+			return ids(got, id)
+		}
+		require.Equal(t, []int64{p1.ID, p2.ID, p3.ID, p4.ID, p5.ID}, list(store.ListProcessInstancesParams{}))
+		require.Equal(t, []int64{p1.ID, p3.ID, p5.ID}, list(store.ListProcessInstancesParams{States: []string{"Running"}}))
+		require.Equal(t, []int64{p2.ID, p4.ID}, list(store.ListProcessInstancesParams{States: []string{"Suspended", "Completed"}}))
+		require.Equal(t, []int64{p3.ID, p4.ID}, list(store.ListProcessInstancesParams{DefinitionID: d2.ID}))
+		require.Equal(t, []int64{p3.ID, p4.ID}, list(store.ListProcessInstancesParams{ParentInstanceID: p1.ID}))
+		require.Equal(t, []int64{p3.ID}, list(store.ListProcessInstancesParams{ParentInstanceID: p1.ID, States: []string{"Running"}}))
+		require.Equal(t, []int64{p5.ID}, list(store.ListProcessInstancesParams{DefinitionID: d1.ID, States: []string{"Running"}, AfterID: p1.ID}))
+		require.Empty(t, list(store.ListProcessInstancesParams{States: []string{"Terminated"}}))
+
+		// Walk all instances two at a time.
+		var walked []int64
+		after := int64(0)
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 4)
+			page := list(store.ListProcessInstancesParams{AfterID: after, Limit: 2})
+			require.LessOrEqual(t, len(page), 2)
+			if len(page) == 0 {
+				break
+			}
+			walked = append(walked, page...)
+			after = page[len(page)-1]
+		}
+		require.Equal(t, []int64{p1.ID, p2.ID, p3.ID, p4.ID, p5.ID}, walked)
+
+		// Full rows come back, not just ids.
+		got, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{ParentInstanceID: p2.ID})
+		require.NoError(t, err)
+		require.Equal(t, []store.ProcessInstance{p5}, got)
+	})
+
+	t.Run("CountByState", func(t *testing.T) {
+		b := h.setup(t)
+		counts, err := b.s.CountProcessInstancesByState(b.ctx)
+		require.NoError(t, err)
+		require.Empty(t, counts)
+
+		def := newDefinition(t, b)
+		for _, state := range []string{"Running", "Running", "Completed", "Locking", "Running"} {
+			_, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				DefinitionID: def.ID, ProcessDefID: "main", State: state, CreatedAt: t0, UpdatedAt: t0,
+			})
+			require.NoError(t, err)
+		}
+		counts, err = b.s.CountProcessInstancesByState(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"Running": 3, "Completed": 1, "Locking": 1}, counts)
+	})
+
+	t.Run("InvalidParams", func(t *testing.T) {
+		b := h.setup(t)
+		_, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{State: "Running", UpdatedAt: t0})
+		require.Error(t, err, "zero CreatedAt")
+		pi := newProcessInstance(t, b, 1)
+		_, err = b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Running"})
+		require.Error(t, err, "zero UpdatedAt")
+		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
+		require.NoError(t, err)
+		require.Equal(t, pi, got)
+	})
+}
+
+func (h *harness) testActivityInstances(t *testing.T) {
+	t.Run("BatchRoundTrip", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
+		in := []store.ActivityInstance{
+			{ID: 77, ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", Version: 9, CreatedAt: t0, UpdatedAt: t0},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "B", ActivitySetID: "set1", BlockInstanceID: ptr(int64(5)),
+				State: "Abnormal", Attempt: 3, Diagnosis: "application failed", CreatedAt: t0, UpdatedAt: at(time.Second), EndedAt: ptr(at(time.Hour))},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Active", Attempt: 1, CreatedAt: at(time.Millisecond), UpdatedAt: at(time.Millisecond)},
+		}
+		got, err := b.s.InsertActivityInstances(b.ctx, in)
+		require.NoError(t, err)
+		require.Len(t, got, 3)
+		for i := range in {
+			want := in[i]
+			want.ID, want.Version = got[i].ID, 1
+			want.CreatedAt, want.UpdatedAt, want.EndedAt = norm(want.CreatedAt), norm(want.UpdatedAt), normPtr(want.EndedAt)
+			require.Equal(t, want, got[i])
+			if i > 0 {
+				require.Greater(t, got[i].ID, got[i-1].ID, "IDs follow argument order")
+			}
+			read, err := b.s.GetActivityInstance(b.ctx, got[i].ID)
+			require.NoError(t, err)
+			require.Equal(t, want, read)
+		}
+	})
+
+	t.Run("EmptyBatch", func(t *testing.T) {
+		b := h.setup(t)
+		got, err := b.s.InsertActivityInstances(b.ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, got)
+	})
+
+	t.Run("LargeBatch", func(t *testing.T) {
+		// Larger than any single statement should carry.
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, 1)
+		in := make([]store.ActivityInstance, 1234)
+		for i := range in {
+			in[i] = store.ActivityInstance{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Completed", CreatedAt: t0, UpdatedAt: t0}
+		}
+		got, err := b.s.InsertActivityInstances(b.ctx, in)
+		require.NoError(t, err)
+		require.Len(t, got, len(in))
+		seen := map[int64]bool{}
+		for _, ai := range got {
+			require.False(t, seen[ai.ID])
+			seen[ai.ID] = true
+		}
+		list, err := b.s.ListActivityInstances(b.ctx, store.ListActivityInstancesParams{ProcessInstanceID: pi.ID})
+		require.NoError(t, err)
+		require.Equal(t, got, list)
+	})
+
+	t.Run("OptimisticUpdate", func(t *testing.T) {
+		b := h.setup(t)
+		ai := newActivityInstance(t, b, 1, "A")
+		v, err := b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{
+			ID: ai.ID, ExpectedVersion: 1, State: "Abnormal", Attempt: 2, Diagnosis: "boom",
+			UpdatedAt: at(time.Second), EndedAt: ptr(at(time.Second)),
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(2), v)
+
+		_, err = b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{
+			ID: ai.ID, ExpectedVersion: 1, State: "Completed", UpdatedAt: at(2 * time.Second),
+		})
+		require.ErrorIs(t, err, store.ErrConflict)
+
+		got, err := b.s.GetActivityInstance(b.ctx, ai.ID)
+		require.NoError(t, err)
+		want := ai
+		want.State, want.Attempt, want.Diagnosis, want.Version = "Abnormal", 2, "boom", 2
+		want.UpdatedAt, want.EndedAt = norm(at(time.Second)), normPtr(ptr(at(time.Second)))
+		require.Equal(t, want, got)
+
+		v, err = b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{
+			ID: ai.ID, ExpectedVersion: 2, State: "Active", Attempt: 3, UpdatedAt: at(3 * time.Second),
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(3), v)
+		got, err = b.s.GetActivityInstance(b.ctx, ai.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.EndedAt)
+		require.Empty(t, got.Diagnosis)
+		require.Equal(t, 3, got.Attempt)
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		b := h.setup(t)
+		_, err := b.s.GetActivityInstance(b.ctx, 12345)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{ID: 12345, ExpectedVersion: 1, UpdatedAt: t0})
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
+	t.Run("ListByProcessAndState", func(t *testing.T) {
+		b := h.setup(t)
+		p1 := newProcessInstance(t, b, 1)
+		p2 := newProcessInstance(t, b, 1)
+		mk := func(pi int64, def, state string) store.ActivityInstance {
+			return store.ActivityInstance{ProcessInstanceID: pi, ActivityDefID: def, State: state, CreatedAt: t0, UpdatedAt: t0}
+		}
+		got, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
+			mk(p1.ID, "A", "Completed"), mk(p2.ID, "A", "Active"), mk(p1.ID, "B", "Active"),
+			mk(p1.ID, "C", "InActive"), mk(p1.ID, "D", "Active"),
+		})
+		require.NoError(t, err)
+		list := func(params store.ListActivityInstancesParams) []store.ActivityInstance {
+			t.Helper()
+			l, err := b.s.ListActivityInstances(b.ctx, params)
+			require.NoError(t, err)
+			return l
+		}
+		require.Equal(t, []store.ActivityInstance{got[0], got[2], got[3], got[4]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID}))
+		require.Equal(t, []store.ActivityInstance{got[2], got[4]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, States: []string{"Active"}}))
+		require.Equal(t, []store.ActivityInstance{got[2], got[3], got[4]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, States: []string{"InActive", "Active"}}))
+		require.Equal(t, []store.ActivityInstance{got[1]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p2.ID}))
+		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: p2.ID, States: []string{"Completed"}}))
+		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: 12345}))
+	})
+
+	t.Run("InvalidBatchInsertsNothing", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, 1)
+		_, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
+			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Initiated", CreatedAt: t0}, // zero UpdatedAt
+		})
+		require.Error(t, err)
+		list, err := b.s.ListActivityInstances(b.ctx, store.ListActivityInstancesParams{ProcessInstanceID: pi.ID})
+		require.NoError(t, err)
+		require.Empty(t, list)
+	})
+}
+
+func (h *harness) testVariables(t *testing.T) {
+	t.Run("PutGetUpsert", func(t *testing.T) {
+		b := h.setup(t)
+		require.NoError(t, b.s.PutVariables(b.ctx, []store.Variable{
+			{ProcessInstanceID: 1, Name: "amount", Type: "INTEGER", Value: []byte("42")},
+			{ProcessInstanceID: 1, Name: "customer", Type: "STRING", Value: []byte(`"ACME"`)},
+			{ProcessInstanceID: 2, Name: "amount", Type: "INTEGER", Value: []byte("7")},
+			{ProcessInstanceID: 1, Name: "unset", Type: "STRING"},
+		}))
+		require.NoError(t, b.s.PutVariables(b.ctx, []store.Variable{
+			{ProcessInstanceID: 1, Name: "customer", Type: "STRING", Value: []byte(`"Initech"`)},
+			{ProcessInstanceID: 1, Name: "approved", Type: "BOOLEAN", Value: []byte("true")},
+			{ProcessInstanceID: 1, Name: "amount", Type: "FLOAT", Value: []byte("42.5")},
+		}))
+
+		got, err := b.s.GetVariables(b.ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, map[string]store.Variable{
+			"amount":   {ProcessInstanceID: 1, Name: "amount", Type: "FLOAT", Value: []byte("42.5")},
+			"customer": {ProcessInstanceID: 1, Name: "customer", Type: "STRING", Value: []byte(`"Initech"`)},
+			"approved": {ProcessInstanceID: 1, Name: "approved", Type: "BOOLEAN", Value: []byte("true")},
+			"unset":    {ProcessInstanceID: 1, Name: "unset", Type: "STRING"},
+		}, got)
+
+		got, err = b.s.GetVariables(b.ctx, 2)
+		require.NoError(t, err)
+		require.Equal(t, map[string]store.Variable{
+			"amount": {ProcessInstanceID: 2, Name: "amount", Type: "INTEGER", Value: []byte("7")},
+		}, got)
+	})
+
+	t.Run("UpsertToNil", func(t *testing.T) {
+		b := h.setup(t)
+		require.NoError(t, b.s.PutVariables(b.ctx, []store.Variable{{ProcessInstanceID: 1, Name: "x", Type: "STRING", Value: []byte(`"a"`)}}))
+		require.NoError(t, b.s.PutVariables(b.ctx, []store.Variable{{ProcessInstanceID: 1, Name: "x", Type: "STRING", Value: []byte{}}}))
+		got, err := b.s.GetVariables(b.ctx, 1)
+		require.NoError(t, err)
+		require.Nil(t, got["x"].Value)
+	})
+
+	t.Run("NoneIsEmptyMap", func(t *testing.T) {
+		b := h.setup(t)
+		require.NoError(t, b.s.PutVariables(b.ctx, nil))
+		got, err := b.s.GetVariables(b.ctx, 12345)
+		require.NoError(t, err)
+		require.NotNil(t, got)
+		require.Empty(t, got)
+	})
+}
