@@ -93,16 +93,34 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 	// byte offsets into src match the decoder's (ExtendedAttribute content
 	// is sliced from src).
 	dec.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
-	doc := &document{pos: make(map[*etree.Element]Pos), raw: make(map[*etree.Element]string)}
+	// A rough element count sizes the position table once.
+	doc := &document{pos: make(map[*etree.Element]Pos, bytes.Count(src, []byte("<"))/2), raw: make(map[*etree.Element]string)}
+	// RawToken leaves namespaces and tag matching to us: cheaper than
+	// Token, which resolves every name through maps and copies it.
+	type frame struct {
+		el       *etree.Element
+		rawName  xml.Name // as written, for matching the end tag
+		rawStart int64    // inner start offset of a raw-content element, -1 otherwise
+		bindings int      // namespace bindings this element declared
+	}
+	type binding struct{ prefix, uri string }
 	var (
-		stack    []*etree.Element
-		rawStart []int64 // inner start offsets of open raw elements, -1 for others
+		stack    []frame
+		ns       []binding
 		elements int
 	)
+	resolve := func(prefix string) string {
+		for i := len(ns) - 1; i >= 0; i-- {
+			if ns[i].prefix == prefix {
+				return ns[i].uri
+			}
+		}
+		return ""
+	}
 	for {
 		line, col := dec.InputPos()
 		before := dec.InputOffset()
-		tok, err := dec.Token()
+		tok, err := dec.RawToken()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -130,8 +148,22 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 			if len(t.Attr) > opts.MaxAttrs {
 				return nil, fail(line, col, ErrTooManyAttrs, "element <%s> has %d attributes, more than the limit of %d", t.Name.Local, len(t.Attr), opts.MaxAttrs)
 			}
+			f := frame{rawName: t.Name, rawStart: -1}
+			for _, a := range t.Attr {
+				switch {
+				case a.Name.Space == "xmlns":
+					ns = append(ns, binding{a.Name.Local, a.Value})
+					f.bindings++
+				case a.Name.Space == "" && a.Name.Local == "xmlns":
+					ns = append(ns, binding{"", a.Value})
+					f.bindings++
+				}
+			}
 			el := etree.NewElement(t.Name.Local)
-			el.Space = t.Name.Space
+			el.Space = resolve(t.Name.Space)
+			if t.Name.Space != "" && el.Space == "" {
+				return nil, fail(line, col, ErrMalformed, "malformed XML: undeclared namespace prefix %q", t.Name.Space)
+			}
 			for _, a := range t.Attr {
 				// Only unqualified attributes belong to XPDL; vendor
 				// (xpdExt:, g360:) and xmlns attributes are dropped.
@@ -145,31 +177,41 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 				}
 				doc.root = el
 			} else {
-				stack[len(stack)-1].AddChild(el)
+				stack[len(stack)-1].el.AddChild(el)
 			}
 			doc.pos[el] = Pos{line, col}
-			stack = append(stack, el)
+			f.el = el
 			if rawInnerTags[t.Name.Local] {
-				rawStart = append(rawStart, dec.InputOffset())
-			} else {
-				rawStart = append(rawStart, -1)
+				f.rawStart = dec.InputOffset()
 			}
+			stack = append(stack, f)
 		case xml.EndElement:
-			top := stack[len(stack)-1]
-			if start := rawStart[len(rawStart)-1]; start >= 0 && len(top.ChildElements()) > 0 {
-				doc.raw[top] = strings.TrimSpace(string(src[start:before]))
+			if len(stack) == 0 {
+				return nil, fail(line, col, ErrMalformed, "malformed XML: unexpected end element </%s>", qualified(t.Name))
 			}
+			top := stack[len(stack)-1]
+			if t.Name != top.rawName {
+				return nil, fail(line, col, ErrMalformed, "malformed XML: element <%s> closed by </%s>", qualified(top.rawName), qualified(t.Name))
+			}
+			if top.rawStart >= 0 && hasChildElement(top.el) {
+				content := strings.TrimSpace(string(src[top.rawStart:before]))
+				doc.raw[top.el] = strings.ReplaceAll(content, "\r\n", "\n")
+			}
+			ns = ns[:len(ns)-top.bindings]
 			stack = stack[:len(stack)-1]
-			rawStart = rawStart[:len(rawStart)-1]
 		case xml.CharData:
-			if len(stack) > 0 {
-				stack[len(stack)-1].CreateText(string(t))
+			if len(stack) > 0 && !isSpace(t) {
+				stack[len(stack)-1].el.CreateText(string(t))
 			}
 		case xml.Directive:
 			if strings.HasPrefix(strings.TrimSpace(string(t)), "DOCTYPE") {
 				return nil, fail(line, col, ErrDOCTYPE, "DOCTYPE declarations are not accepted in XPDL input")
 			}
 		}
+	}
+	if len(stack) > 0 {
+		line, col := dec.InputPos()
+		return nil, fail(line, col, ErrMalformed, "malformed XML: unexpected end of input inside <%s>", qualified(stack[len(stack)-1].rawName))
 	}
 	if doc.root == nil {
 		return nil, fail(1, 1, ErrMalformed, "malformed XML: no root element")
@@ -196,6 +238,31 @@ func toUTF8(src []byte) ([]byte, error) {
 		return nil, fmt.Errorf("unsupported encoding %q: %w", label, err)
 	}
 	return io.ReadAll(r)
+}
+
+func qualified(n xml.Name) string {
+	if n.Space == "" {
+		return n.Local
+	}
+	return n.Space + ":" + n.Local
+}
+
+func isSpace(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+func hasChildElement(e *etree.Element) bool {
+	for _, c := range e.Child {
+		if _, ok := c.(*etree.Element); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // readAll reads at most limit+1 bytes so that an oversized input is

@@ -79,8 +79,8 @@ func child(e *etree.Element, name string) *etree.Element {
 	if e == nil {
 		return nil
 	}
-	for _, c := range e.ChildElements() {
-		if c.Tag == name && isXPDL(c) {
+	for _, t := range e.Child {
+		if c, ok := t.(*etree.Element); ok && c.Tag == name && isXPDL(c) {
 			return c
 		}
 	}
@@ -93,8 +93,8 @@ func children(e *etree.Element, name string) []*etree.Element {
 		return nil
 	}
 	var out []*etree.Element
-	for _, c := range e.ChildElements() {
-		if c.Tag == name && isXPDL(c) {
+	for _, t := range e.Child {
+		if c, ok := t.(*etree.Element); ok && c.Tag == name && isXPDL(c) {
 			out = append(out, c)
 		}
 	}
