@@ -38,10 +38,11 @@ func Load(filePath string, opts *ReadOpts) (*Package, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
+	// Closing a read-only directory handle cannot lose data.
+	defer func() { _ = root.Close() }()
 	l := &loader{fsys: root.FS(), opts: o, byName: map[string]*Package{}, display: func(name string) string {
 		if name == base {
-			return filePath
+			return o.Name // filePath unless the caller named it
 		}
 		return filepath.Join(dir, filepath.FromSlash(name))
 	}}

@@ -80,3 +80,15 @@ func TestAbsoluteExternalPackageReferencesAreNotFollowed(t *testing.T) {
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+func TestLoadHonoursReadOptsName(t *testing.T) {
+	t.Parallel()
+	path := t.TempDir() + "/main.xpdl"
+	require.NoError(t, writeFile(path, pkg10("", seq)))
+	pkg, err := xpdl.Load(path, &xpdl.ReadOpts{Name: "orders.xpdl"})
+	require.NoError(t, err)
+	require.Equal(t, "orders.xpdl", pkg.Source)
+	pkg, err = xpdl.Load(path, nil)
+	require.NoError(t, err)
+	require.Equal(t, path, pkg.Source)
+}
