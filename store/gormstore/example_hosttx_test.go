@@ -30,7 +30,11 @@ func ExampleNew_hostTransaction() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sqlDB.Close()
+	defer func() {
+		if err := sqlDB.Close(); err != nil {
+			log.Fatal(err)
+		}
+	}()
 	s, err := gormstore.New(db)
 	if err != nil {
 		log.Fatal(err)

@@ -23,7 +23,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sqlDB.Close()
+	defer func() {
+		if err := sqlDB.Close(); err != nil {
+			log.Fatal(err)
+		}
+	}()
 
 	s, err := gormstore.New(db)
 	if err != nil {

@@ -52,7 +52,7 @@ func New(db *gorm.DB) (*Store, error) {
 	if db.Dialector == nil {
 		return nil, errors.New("gormstore: *gorm.DB has no dialector")
 	}
-	switch name := db.Dialector.Name(); name {
+	switch name := db.Name(); name {
 	case "sqlite":
 		dialect = store.DialectSQLite
 	case "mysql":
@@ -90,7 +90,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	db := s.db.WithContext(ctx)
 	if s.dialect == store.DialectMySQL {
-		db = db.Set("gorm:table_options", "ENGINE=InnoDB")
+		// Binary collation whatever the database's default: ids are
+		// case-sensitive (XPDL ids, EventIDs, variable names), as they
+		// are in SQLite. With a _ci collation "E1" and "e1" would be one
+		// unique key.
+		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 	}
 	if err := db.AutoMigrate(allModels...); err != nil {
 		return fmt.Errorf("migrate: %w", translate(err))

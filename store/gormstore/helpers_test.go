@@ -65,7 +65,9 @@ func mysqlDSN(tb testing.TB) string {
 
 // openMySQL creates a database goxpdl_t_<random> on the server named by
 // GOXPDL_MYSQL_DSN, opens it and drops it when the test ends. It skips
-// the test when the variable is not set.
+// the test when the variable is not set. The database's default collation
+// is case-insensitive on purpose: Migrate must make goxpdl's tables
+// case-sensitive whatever the host's database says.
 func openMySQL(tb testing.TB) *gorm.DB {
 	tb.Helper()
 	cfg, err := mysql.ParseDSN(mysqlDSN(tb))
@@ -75,7 +77,7 @@ func openMySQL(tb testing.TB) *gorm.DB {
 	tb.Cleanup(func() { require.NoError(tb, admin.Close()) })
 
 	name := "goxpdl_t_" + strings.ToLower(rand.Text())
-	_, err = admin.ExecContext(context.Background(), "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+	_, err = admin.ExecContext(context.Background(), "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
 		_, err := admin.ExecContext(context.Background(), "DROP DATABASE `"+name+"`")

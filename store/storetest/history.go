@@ -201,3 +201,40 @@ func (h *harness) testTime(t *testing.T) {
 		}
 	})
 }
+
+func (h *harness) testCaseSensitiveKeys(t *testing.T) {
+	// Keys compare byte for byte on every dialect (SQLite does; MySQL
+	// needs a binary collation): XPDL ids, EventIDs and data field names
+	// are case-sensitive.
+	b := h.setup(t)
+	for _, pkg := range []string{"orders", "Orders", "ORDERS", "orders"} {
+		_, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: pkg, CreatedAt: t0})
+		require.NoError(t, err)
+	}
+	for pkg, want := range map[string]int{"orders": 2, "Orders": 1, "ORDERS": 1} {
+		d, err := b.s.LatestDefinition(b.ctx, pkg)
+		require.NoError(t, err)
+		require.Equal(t, want, d.Version, pkg)
+		require.Equal(t, pkg, d.PackageID)
+	}
+
+	_, err := b.s.InsertEvents(b.ctx, []store.Event{event("evt-a", 1), event("EVT-A", 1), event("Evt-A", 1)})
+	require.NoError(t, err)
+
+	require.NoError(t, b.s.PutVariables(b.ctx, []store.Variable{
+		{ProcessInstanceID: 1, Name: "amount", Type: "INTEGER", Value: []byte("1")},
+		{ProcessInstanceID: 1, Name: "Amount", Type: "INTEGER", Value: []byte("2")},
+	}))
+	vars, err := b.s.GetVariables(b.ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, vars, 2)
+	require.Equal(t, []byte("1"), vars["amount"].Value)
+	require.Equal(t, []byte("2"), vars["Amount"].Value)
+
+	pi := newProcessInstance(t, b, 1)
+	_, err = b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "running", UpdatedAt: t0})
+	require.NoError(t, err)
+	list, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{States: []string{"Running"}})
+	require.NoError(t, err)
+	require.Empty(t, list, "state filters are case-sensitive too")
+}

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("History", h.testHistory)
 	t.Run("InTx", h.testInTx)
 	t.Run("Time", h.testTime)
+	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
 }
 
 type harness struct {
