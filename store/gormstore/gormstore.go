@@ -75,9 +75,16 @@ func (s *Store) Capabilities() store.Capabilities {
 // InTx implements store.Store. Over a pool it begins a transaction; over a
 // transaction it nests with a savepoint (see Store).
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(ctx, &Store{db: tx, dialect: s.dialect})
+	var fnErr error
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect})
+		return fnErr
 	})
+	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged
+		return err
+	}
+	// Begin, savepoint or commit failed.
+	return wrap(err, "transaction")
 }
 
 // Migrate creates or updates goxpdl's tables and indexes (GORM

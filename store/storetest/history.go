@@ -166,6 +166,22 @@ func (h *harness) testInTx(t *testing.T) {
 		}))
 	})
 
+	t.Run("CancelledContext", func(t *testing.T) {
+		b := h.setup(t)
+		ctx, cancel := context.WithCancel(b.ctx)
+		cancel()
+		called := false
+		err := b.s.InTx(ctx, func(context.Context, store.Tx) error {
+			called = true
+			return nil
+		})
+		require.ErrorIs(t, err, context.Canceled)
+		require.False(t, called)
+		_, err = b.s.GetProcessInstance(ctx, 1)
+		require.ErrorIs(t, err, context.Canceled)
+		require.NotErrorIs(t, err, store.ErrNotFound)
+	})
+
 	t.Run("StoreErrorsPassThrough", func(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, 1)
