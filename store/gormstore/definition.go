@@ -6,22 +6,23 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/goxpdl/goxpdl/store"
 )
 
-// insertDefinitionTries bounds the retries of InsertDefinition when a
-// concurrent deployment of the same package takes the version it chose.
-const insertDefinitionTries = 5
+// insertDefinitionTries bounds the retries of InsertDefinition when
+// concurrent deployments of the same package choose the same version. Each
+// round has one winner, so n concurrent deployers need at most n rounds.
+const insertDefinitionTries = 16
 
-// InsertDefinition implements store.Tx. The next version is read and
-// written in one transaction; on MySQL the read locks the package's rows
-// (FOR UPDATE) so that it sees concurrent deployments. Two deployments of
-// one package that still race end in a unique-key violation or a deadlock;
-// when the Store is over a pool the insert is retried, inside a caller's
-// transaction the error (ErrDuplicate or ErrConflict) is returned for the
-// caller to retry the transaction.
+// InsertDefinition implements store.Tx. The next version is read without
+// a lock and the unique (package_id, version) index arbitrates: a deployer
+// that loses gets a duplicate-key error and, when the store owns its
+// transaction, reads again and retries. (Locking the read with FOR UPDATE
+// on MySQL takes gap locks when the package has no rows yet, and two
+// deployers then deadlock on their inserts however often they retry.)
+// Inside a caller's transaction the error is returned as ErrDuplicate or
+// ErrConflict for the caller to retry.
 func (s *Store) InsertDefinition(ctx context.Context, params store.InsertDefinitionParams) (store.Definition, error) {
 	if params.PackageID == "" {
 		return store.Definition{}, errors.New("insert definition: empty package id")
@@ -36,9 +37,6 @@ func (s *Store) InsertDefinition(ctx context.Context, params store.InsertDefinit
 	for range insertDefinitionTries {
 		err = s.atomic(ctx, func(db *gorm.DB) error {
 			q := db.Model(&definitionModel{}).Where("package_id = ?", params.PackageID)
-			if s.dialect == store.DialectMySQL {
-				q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
-			}
 			var versions []int
 			if err := q.Order("version DESC").Limit(1).Pluck("version", &versions).Error; err != nil {
 				return err
