@@ -241,7 +241,9 @@ func (v *validator) checkDataField(df *DataField) {
 
 // processScope is what one process's activities may refer to.
 type processScope struct {
-	proc         *Process
+	proc *Process
+	// participants and applications are the process's own declarations;
+	// the package-wide ones stay in the validator (see isParticipant).
 	participants map[string]bool
 	applications map[string]*Application
 	// variables are the data fields and formal parameters, package and
@@ -255,12 +257,6 @@ func (v *validator) checkProcess(proc *Process) {
 		participants: map[string]bool{},
 		applications: map[string]*Application{},
 		variables:    map[string]DataType{},
-	}
-	for id := range v.participants {
-		sc.participants[id] = true
-	}
-	for id, a := range v.applications {
-		sc.applications[id] = a
 	}
 	for _, df := range v.pkg.DataFields {
 		sc.variables[df.ID] = df.Type
@@ -332,7 +328,7 @@ func (v *validator) checkProcess(proc *Process) {
 func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
 	ids := []string{a.ID}
 	for _, p := range a.Performers {
-		if !sc.participants[p] && !isVariable(sc, p) && isIdentifier(p) {
+		if !v.isParticipant(sc, p) && !isVariable(sc, p) && isIdentifier(p) {
 			v.errorf(a.Pos, "unknown-performer", []string{a.ID, p}, "activity %q: performer %q is not a declared participant", a.ID, p)
 		}
 	}
@@ -342,7 +338,7 @@ func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
 			if tc.Application == "" {
 				continue // a service task bound by the host
 			}
-			app, ok := sc.applications[tc.Application]
+			app, ok := v.application(sc, tc.Application)
 			if !ok {
 				v.errorf(tc.Pos, "unknown-application", []string{a.ID, tc.Application}, "activity %q calls undeclared application %q", a.ID, tc.Application)
 				continue
@@ -369,6 +365,22 @@ func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
 	}
 	v.checkDeadlines(f, a)
 	v.checkLoop(a)
+}
+
+// isParticipant reports whether id names a participant of the process or
+// of the package and its external packages.
+func (v *validator) isParticipant(sc *processScope, id string) bool {
+	return sc.participants[id] || v.participants[id]
+}
+
+// application finds an application declared by the process, else by the
+// package and its external packages.
+func (v *validator) application(sc *processScope, id string) (*Application, bool) {
+	if a, ok := sc.applications[id]; ok {
+		return a, true
+	}
+	a, ok := v.applications[id]
+	return a, ok
 }
 
 // isVariable reports whether a performer names a data field or formal
