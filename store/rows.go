@@ -41,6 +41,9 @@ type ProcessInstance struct {
 	Version int64
 	// Diagnosis explains an error state such as Locking.
 	Diagnosis string
+	// Tokens is the engine's navigation state (arrivals waiting at joins),
+	// opaque to the store; nil when there is none.
+	Tokens []byte
 	// CreatedAt is when the instance was created.
 	CreatedAt time.Time
 	// UpdatedAt is when the instance last changed.

@@ -118,9 +118,12 @@ type Tx interface {
 
 	// InsertEvents writes events to the outbox, all or none. When an
 	// EventID is already stored (or appears twice in events) it returns
-	// ErrDuplicate and inserts nothing of the batch. IDs, ProcessedAt,
-	// Attempts, ClaimedBy and ClaimedUntil of the arguments are ignored;
-	// the returned events, in argument order, have their IDs.
+	// ErrDuplicate and inserts nothing of the batch. IDs, ProcessedAt and
+	// Attempts of the arguments are ignored. An event whose ClaimedBy and
+	// ClaimedUntil are both set is stored already claimed (Attempts 1): its
+	// producer hands it to its own scheduler after commit, and nobody else
+	// claims it before the claim expires. Otherwise both are ignored. The
+	// returned events, in argument order, have their IDs.
 	InsertEvents(ctx context.Context, events []Event) ([]Event, error)
 	// GetEvent returns the event with the given id, or ErrNotFound.
 	GetEvent(ctx context.Context, id int64) (Event, error)
@@ -165,8 +168,8 @@ type ListDefinitionsParams struct {
 }
 
 // UpdateProcessInstanceParams are the arguments of
-// Tx.UpdateProcessInstance. State, Diagnosis, UpdatedAt and EndedAt
-// replace the stored values.
+// Tx.UpdateProcessInstance. State, Diagnosis, Tokens, UpdatedAt and
+// EndedAt replace the stored values.
 type UpdateProcessInstanceParams struct {
 	// ID is the process instance to change.
 	ID int64
@@ -176,6 +179,8 @@ type UpdateProcessInstanceParams struct {
 	State string
 	// Diagnosis is the new diagnosis ("" clears it).
 	Diagnosis string
+	// Tokens is the new navigation state (nil clears it).
+	Tokens []byte
 	// UpdatedAt is the time of the change.
 	UpdatedAt time.Time
 	// EndedAt is the new end time (nil clears it).

@@ -36,6 +36,11 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 			CreatedAt:         dbTime(e.CreatedAt),
 			AvailableAt:       dbTime(e.AvailableAt),
 		}
+		if e.ClaimedBy != "" && e.ClaimedUntil != nil {
+			ms[i].ClaimedBy = e.ClaimedBy
+			ms[i].ClaimedUntil = dbTimePtr(e.ClaimedUntil)
+			ms[i].Attempts = 1
+		}
 	}
 	if err := createBatch(ctx, s, ms); err != nil {
 		return nil, wrap(err, "insert %d events", len(events))

@@ -45,6 +45,7 @@ func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdatePr
 	return s.updateVersioned(ctx, &processInstanceModel{}, "process instance", params.ID, params.ExpectedVersion, map[string]any{
 		"state":      params.State,
 		"diagnosis":  params.Diagnosis,
+		"tokens":     dbBytes(params.Tokens),
 		"updated_at": dbTime(params.UpdatedAt),
 		"ended_at":   dbTimePtr(params.EndedAt),
 	})

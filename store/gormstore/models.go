@@ -54,6 +54,7 @@ type processInstanceModel struct {
 	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1"`
 	Version          int64      `gorm:"column:version;not null"`
 	Diagnosis        string     `gorm:"column:diagnosis;type:text;not null"`
+	Tokens           []byte     `gorm:"column:tokens"`
 	CreatedAt        time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt        time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
 	EndedAt          *time.Time `gorm:"column:ended_at;precision:6"`
@@ -222,6 +223,7 @@ func processInstanceFromRow(r store.ProcessInstance) processInstanceModel {
 		State:            r.State,
 		Version:          r.Version,
 		Diagnosis:        r.Diagnosis,
+		Tokens:           dbBytes(r.Tokens),
 		CreatedAt:        dbTime(r.CreatedAt),
 		UpdatedAt:        dbTime(r.UpdatedAt),
 		EndedAt:          dbTimePtr(r.EndedAt),
@@ -238,6 +240,7 @@ func (m *processInstanceModel) row() store.ProcessInstance {
 		State:            m.State,
 		Version:          m.Version,
 		Diagnosis:        m.Diagnosis,
+		Tokens:           rowBytes(m.Tokens),
 		CreatedAt:        rowTime(m.CreatedAt),
 		UpdatedAt:        rowTime(m.UpdatedAt),
 		EndedAt:          rowTimePtr(m.EndedAt),

@@ -24,8 +24,9 @@ func (h *harness) testEvents(t *testing.T) {
 			{
 				ID: 99, EventID: "e1", ProcessInstanceID: 7, Kind: "workitem.completed", Payload: []byte(`{"wi":3}`), Critical: true,
 				CreatedAt: t0, AvailableAt: at(time.Second),
-				// Claim and processing fields of the argument are ignored.
-				ProcessedAt: ptr(t0), Attempts: 5, ClaimedBy: "x", ClaimedUntil: ptr(t0),
+				// Processing fields of the argument are ignored, and so is
+				// a claim without an expiry.
+				ProcessedAt: ptr(t0), Attempts: 5, ClaimedBy: "x",
 			},
 			{EventID: "e2", Kind: "tick", CreatedAt: t0, AvailableAt: t0},
 		}
@@ -46,6 +47,27 @@ func (h *harness) testEvents(t *testing.T) {
 		}
 		_, err = b.s.GetEvent(b.ctx, 12345)
 		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
+	t.Run("InsertPreClaimed", func(t *testing.T) {
+		b := h.setup(t)
+		pre := event("mine", 1)
+		pre.ClaimedBy, pre.ClaimedUntil = "A", ptr(at(time.Minute))
+		got, err := b.s.InsertEvents(b.ctx, []store.Event{pre, event("free", 1)})
+		require.NoError(t, err)
+		require.Equal(t, "A", got[0].ClaimedBy)
+		require.Equal(t, 1, got[0].Attempts)
+		read, err := b.s.GetEvent(b.ctx, got[0].ID)
+		require.NoError(t, err)
+		require.Equal(t, normPtr(ptr(at(time.Minute))), read.ClaimedUntil)
+
+		claimed, err := b.s.ClaimEvents(b.ctx, lease("B", t0, 10))
+		require.NoError(t, err)
+		require.Equal(t, []string{"free"}, eventIDs(claimed), "a pre-claimed event is not claimable before its claim expires")
+		claimed, err = b.s.ClaimEvents(b.ctx, lease("B", at(time.Minute), 10))
+		require.NoError(t, err)
+		require.Equal(t, []string{"mine", "free"}, eventIDs(claimed), "both claims expired")
+		require.Equal(t, 2, claimed[0].Attempts)
 	})
 
 	t.Run("DuplicateEventIDInsertsNothing", func(t *testing.T) {

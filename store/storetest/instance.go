@@ -23,6 +23,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 			State:            "Locking",
 			Version:          42, // ignored: a new instance has version 1
 			Diagnosis:        "no successor of activity A could fire",
+			Tokens:           []byte(`{"J":1}`),
 			CreatedAt:        t0,
 			UpdatedAt:        at(time.Second),
 			EndedAt:          ptr(at(time.Minute)),
@@ -66,7 +67,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
 
 		v, err := b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{
-			ID: pi.ID, ExpectedVersion: 1, State: "Locking", Diagnosis: "stuck",
+			ID: pi.ID, ExpectedVersion: 1, State: "Locking", Diagnosis: "stuck", Tokens: []byte(`{"t":2}`),
 			UpdatedAt: at(time.Second), EndedAt: ptr(at(2 * time.Second)),
 		})
 		require.NoError(t, err)
@@ -82,7 +83,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
 		require.NoError(t, err)
 		want := pi
-		want.State, want.Diagnosis, want.Version = "Locking", "stuck", 2
+		want.State, want.Diagnosis, want.Version, want.Tokens = "Locking", "stuck", 2, []byte(`{"t":2}`)
 		want.UpdatedAt, want.EndedAt = norm(at(time.Second)), normPtr(ptr(at(2*time.Second)))
 		require.Equal(t, want, got)
 
@@ -96,6 +97,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "Running", got.State)
 		require.Empty(t, got.Diagnosis)
+		require.Nil(t, got.Tokens)
 		require.Nil(t, got.EndedAt)
 		require.Equal(t, int64(3), got.Version)
 		require.Equal(t, pi.CreatedAt, got.CreatedAt, "CreatedAt never changes")
