@@ -131,7 +131,32 @@ func (e *Evaluator) Condition(ctx context.Context, src string, vars map[string]a
 	return v.ToBoolean(), nil
 }
 
-func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any) (result goja.Value, err error) {
+// Exec runs src as a script (a tool agent's body) with vars as global
+// variables, and returns the values the variables hold afterwards, by
+// name, as Go values. Assignments to the names in vars are how a script
+// hands OUT and INOUT parameters back.
+func (e *Evaluator) Exec(ctx context.Context, src string, vars map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(vars))
+	_, err := e.runThen(ctx, src, vars, func(vm *goja.Runtime) {
+		for name := range vars {
+			if v := vm.Get(name); v != nil {
+				out[name] = v.Export()
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any) (goja.Value, error) {
+	return e.runThen(ctx, src, vars, nil)
+}
+
+// runThen runs src and, when it succeeded, calls then with the VM before
+// the VM is cleaned for reuse.
+func (e *Evaluator) runThen(ctx context.Context, src string, vars map[string]any, then func(*goja.Runtime)) (result goja.Value, err error) {
 	prog, err := e.program(src)
 	if err != nil {
 		return nil, err
@@ -173,6 +198,9 @@ func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any) (r
 			return nil, &Error{Source: src, Kind: ctxKind(cause), Detail: "interrupted"}
 		}
 		return nil, &Error{Source: src, Kind: ErrRuntime, Detail: err.Error()}
+	}
+	if then != nil {
+		then(rt.vm)
 	}
 	return v, nil
 }

@@ -163,3 +163,17 @@ func BenchmarkCondition(b *testing.B) {
 		}
 	}
 }
+
+func TestExecReturnsAssignedVariables(t *testing.T) {
+	t.Parallel()
+	e := script.New(script.Config{})
+	out, err := e.Exec(context.Background(), "counter = counter + 1; label = 'n' + counter; var tmp = 3;",
+		map[string]any{"counter": int64(41), "label": ""})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"counter": int64(42), "label": "n42"}, out, "only the given names come back")
+
+	_, err = e.Exec(context.Background(), "counter = ;", map[string]any{"counter": 1})
+	require.ErrorIs(t, err, script.ErrSyntax)
+	_, err = e.Exec(context.Background(), "throw new Error('no')", nil)
+	require.ErrorIs(t, err, script.ErrRuntime)
+}
