@@ -141,6 +141,12 @@ type Tx interface {
 	// already processed are left as they are, so marking is idempotent.
 	MarkEventsProcessed(ctx context.Context, params MarkEventsProcessedParams) error
 
+	// RetryEvent gives up the claim on an unprocessed event whose
+	// processing failed and makes it claimable again at
+	// params.AvailableAt (a backoff). Events that do not exist or are
+	// processed are left as they are.
+	RetryEvent(ctx context.Context, params RetryEventParams) error
+
 	// InsertHistory appends entries to the audit trail, all or none; IDs
 	// of the arguments are ignored.
 	InsertHistory(ctx context.Context, entries []HistoryEntry) error
@@ -298,6 +304,14 @@ type MarkEventsProcessedParams struct {
 	IDs []int64
 	// ProcessedAt is the time of processing.
 	ProcessedAt time.Time
+}
+
+// RetryEventParams are the arguments of Tx.RetryEvent.
+type RetryEventParams struct {
+	// ID is the event (Event.ID).
+	ID int64
+	// AvailableAt is when the event may be claimed again.
+	AvailableAt time.Time
 }
 
 // ListHistoryParams are the arguments of Tx.ListHistory.

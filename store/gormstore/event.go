@@ -147,3 +147,17 @@ func (s *Store) MarkEventsProcessed(ctx context.Context, params store.MarkEvents
 	}
 	return nil
 }
+
+// RetryEvent implements store.Tx.
+func (s *Store) RetryEvent(ctx context.Context, params store.RetryEventParams) error {
+	if err := requireTime("retry event: available at", params.AvailableAt); err != nil {
+		return err
+	}
+	err := s.db.WithContext(ctx).Model(&eventModel{}).
+		Where("id = ? AND processed_at IS NULL", params.ID).
+		Updates(map[string]any{"available_at": dbTime(params.AvailableAt), "claimed_until": nil}).Error
+	if err != nil {
+		return wrap(err, "retry event %d", params.ID)
+	}
+	return nil
+}

@@ -158,3 +158,8 @@ func requireTime(what string, t time.Time) error {
 	}
 	return nil
 }
+
+// DB returns the *gorm.DB the store works on: the pool, or within InTx the
+// transaction, so that callers can hand the transaction to code that
+// writes its own tables in it (the engine's applications).
+func (s *Store) DB() *gorm.DB { return s.db }

@@ -70,6 +70,30 @@ func (h *harness) testEvents(t *testing.T) {
 		require.Equal(t, 2, claimed[0].Attempts)
 	})
 
+	t.Run("RetryReleasesTheClaimUntilLater", func(t *testing.T) {
+		b := h.setup(t)
+		_, err := b.s.InsertEvents(b.ctx, []store.Event{event("e1", 1)})
+		require.NoError(t, err)
+		got, err := b.s.ClaimEvents(b.ctx, lease("A", t0, 10))
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.NoError(t, b.s.RetryEvent(b.ctx, store.RetryEventParams{ID: got[0].ID, AvailableAt: at(time.Second)}))
+		again, err := b.s.ClaimEvents(b.ctx, lease("B", at(time.Millisecond), 10))
+		require.NoError(t, err)
+		require.Empty(t, again, "not before its new time")
+		again, err = b.s.ClaimEvents(b.ctx, lease("B", at(time.Second), 10))
+		require.NoError(t, err)
+		require.Equal(t, []string{"e1"}, eventIDs(again), "then claimable although A's lease has not expired")
+		require.Equal(t, 2, again[0].Attempts)
+
+		require.NoError(t, b.s.MarkEventsProcessed(b.ctx, store.MarkEventsProcessedParams{IDs: []int64{got[0].ID}, ProcessedAt: at(2 * time.Second)}))
+		require.NoError(t, b.s.RetryEvent(b.ctx, store.RetryEventParams{ID: got[0].ID, AvailableAt: at(3 * time.Second)}))
+		read, err := b.s.GetEvent(b.ctx, got[0].ID)
+		require.NoError(t, err)
+		require.Equal(t, norm(at(time.Second)), read.AvailableAt, "a processed event is left alone")
+		require.NoError(t, b.s.RetryEvent(b.ctx, store.RetryEventParams{ID: 987654, AvailableAt: at(time.Second)}))
+	})
+
 	t.Run("DuplicateEventIDInsertsNothing", func(t *testing.T) {
 		b := h.setup(t)
 		_, err := b.s.InsertEvents(b.ctx, []store.Event{event("e1", 1)})
