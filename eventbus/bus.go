@@ -1,0 +1,337 @@
+package eventbus
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/timer"
+)
+
+// Defaults of Config.
+const (
+	// DefaultLease is the default Config.Lease.
+	DefaultLease = 30 * time.Second
+	// DefaultPollInterval is the default Config.PollInterval.
+	DefaultPollInterval = 200 * time.Millisecond
+	// DefaultBatchSize is the default Config.BatchSize.
+	DefaultBatchSize = 256
+)
+
+// ErrStarted is returned by Start when the Bus has been started before.
+var ErrStarted = errors.New("eventbus: already started")
+
+// ErrStopped is returned by Start when the Bus has been stopped; a Bus is
+// not restarted.
+var ErrStopped = errors.New("eventbus: stopped")
+
+// Sink receives the events of the bus, from Dispatch and from the poller.
+// Deliver must not block for long: the poller waits for it before it
+// claims the next batch. It may be called from several goroutines at once
+// (the poller's and those calling Dispatch).
+type Sink interface {
+	// Deliver hands events over; the slice is the Sink's to keep.
+	Deliver(events []store.Event)
+}
+
+// Config is the long-lived configuration of a Bus.
+type Config struct {
+	// Store holds the outbox; required.
+	Store store.Store
+	// Clock gives the time of claims and new events and drives the poll
+	// ticks; required (timer.Real() in production, a timer.Fake in tests).
+	Clock timer.Clock
+	// Owner is this node's id, the ClaimedBy of its claims; required.
+	// Every engine process sharing a database needs its own.
+	Owner string
+	// Lease is how long a claim lasts before the poller may hand the event
+	// out again; default DefaultLease.
+	Lease time.Duration
+	// PollInterval is the time between two polls; default
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// BatchSize is the most events claimed at a time; default
+	// DefaultBatchSize.
+	BatchSize int
+	// Logger receives the poller's store errors; default slog.Default().
+	Logger *slog.Logger
+}
+
+// ConfigError reports a Config (or Sink) that New refuses.
+type ConfigError struct {
+	// Field names the offending field of Config, or "sink".
+	Field string
+	// Msg says what is wrong with it.
+	Msg string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("eventbus: config: %s %s", e.Field, e.Msg)
+}
+
+// Stats are counters of a Bus since New.
+type Stats struct {
+	// Published counts the events Publish inserted into callers'
+	// transactions, including those of transactions later rolled back.
+	Published uint64
+	// Dispatched counts the events Dispatch handed to the Sink.
+	Dispatched uint64
+	// Polled counts the events the poller claimed and handed to the Sink.
+	Polled uint64
+	// Polls counts the poll rounds (a round claims until a batch comes
+	// back short).
+	Polls uint64
+	// PollErrors counts the poll rounds that ended in a store error.
+	PollErrors uint64
+}
+
+// Bus is the event bus of one engine node. Its methods are safe for
+// concurrent use. It owns one goroutine, the poller, between Start and
+// Stop.
+type Bus struct {
+	store        store.Store
+	clock        timer.Clock
+	owner        string
+	lease        time.Duration
+	pollInterval time.Duration
+	batchSize    int
+	logger       *slog.Logger
+	sink         Sink
+
+	nudge chan struct{} // a pending nudge; capacity 1
+
+	published, dispatched, polled, polls, pollErrors atomic.Uint64
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	cancel  context.CancelFunc // cancels the poller's ctx
+	done    chan struct{}      // closed when the poller has returned
+}
+
+// New returns a Bus that delivers to sink. It returns a *ConfigError when
+// a required field is missing or a value is out of range; zero durations
+// and sizes take their defaults.
+func New(cfg Config, sink Sink) (*Bus, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, &ConfigError{Field: "Store", Msg: "is required"}
+	case cfg.Clock == nil:
+		return nil, &ConfigError{Field: "Clock", Msg: "is required"}
+	case cfg.Owner == "":
+		return nil, &ConfigError{Field: "Owner", Msg: "is required"}
+	case sink == nil:
+		return nil, &ConfigError{Field: "sink", Msg: "is required"}
+	case cfg.Lease < 0:
+		return nil, &ConfigError{Field: "Lease", Msg: fmt.Sprintf("is %v, want >= 0", cfg.Lease)}
+	case cfg.PollInterval < 0:
+		return nil, &ConfigError{Field: "PollInterval", Msg: fmt.Sprintf("is %v, want >= 0", cfg.PollInterval)}
+	case cfg.BatchSize < 0:
+		return nil, &ConfigError{Field: "BatchSize", Msg: fmt.Sprintf("is %d, want >= 0", cfg.BatchSize)}
+	}
+	b := &Bus{
+		store:        cfg.Store,
+		clock:        cfg.Clock,
+		owner:        cfg.Owner,
+		lease:        cmpOr(cfg.Lease, DefaultLease),
+		pollInterval: cmpOr(cfg.PollInterval, DefaultPollInterval),
+		batchSize:    cmpOr(cfg.BatchSize, DefaultBatchSize),
+		logger:       cfg.Logger,
+		sink:         sink,
+		nudge:        make(chan struct{}, 1),
+	}
+	if b.logger == nil {
+		b.logger = slog.Default()
+	}
+	return b, nil
+}
+
+// cmpOr is cmp.Or for the two kinds of config values.
+func cmpOr[T time.Duration | int](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Publish inserts events into the outbox inside tx, the caller's
+// transaction, and returns the stored events (with their IDs) in argument
+// order. It fills CreatedAt and AvailableAt with the clock's now when they
+// are zero and EventID with a fresh unique id when it is empty, and it
+// pre-claims every event that is already available (AvailableAt not after
+// now) for this node: ClaimedBy is Config.Owner and ClaimedUntil is now
+// plus Config.Lease, whatever the caller set. Events due later are stored
+// unclaimed for the poller.
+//
+// After tx commits, pass the returned events to Dispatch. An EventID that
+// is already stored fails the whole batch with an error matching
+// store.ErrDuplicate.
+func (b *Bus) Publish(ctx context.Context, tx store.Tx, events []store.Event) ([]store.Event, error) {
+	if tx == nil {
+		return nil, errors.New("eventbus: publish: nil tx")
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	now := b.clock.Now()
+	until := now.Add(b.lease)
+	rows := make([]store.Event, len(events))
+	for i, ev := range events {
+		if ev.EventID == "" {
+			ev.EventID = rand.Text()
+		}
+		if ev.CreatedAt.IsZero() {
+			ev.CreatedAt = now
+		}
+		if ev.AvailableAt.IsZero() {
+			ev.AvailableAt = now
+		}
+		ev.ClaimedBy, ev.ClaimedUntil = "", nil
+		if !ev.AvailableAt.After(now) {
+			ev.ClaimedBy, ev.ClaimedUntil = b.owner, &until
+		}
+		rows[i] = ev
+	}
+	stored, err := tx.InsertEvents(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("eventbus: publish %d events: %w", len(rows), err)
+	}
+	b.published.Add(uint64(len(stored)))
+	return stored, nil
+}
+
+// Dispatch hands events whose transaction has committed to the Sink, in
+// memory. Only events pre-claimed by this node (those Publish claimed) are
+// handed over; the others, due later, are left to the poller. Dispatch
+// does not need the poller to run.
+func (b *Bus) Dispatch(events []store.Event) {
+	mine := make([]store.Event, 0, len(events))
+	for _, ev := range events {
+		if ev.ClaimedBy == b.owner && ev.ClaimedUntil != nil {
+			mine = append(mine, ev)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	b.dispatched.Add(uint64(len(mine)))
+	b.sink.Deliver(mine)
+}
+
+// Nudge makes the poller poll soon instead of at its next tick: call it
+// when events were committed that Dispatch does not cover, such as those
+// of a host transaction whose commit the engine does not see. Nudges
+// while a poll is pending are merged into one. It never blocks.
+func (b *Bus) Nudge() {
+	select {
+	case b.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// Start starts the poller, which polls at once and then on every tick
+// and nudge. Cancelling ctx stops the poller as Stop does (Stop must
+// still be called to wait for it). Start returns ErrStarted when called
+// twice and ErrStopped after Stop.
+func (b *Bus) Start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.stopped:
+		return ErrStopped
+	case b.started:
+		return ErrStarted
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	b.started, b.cancel, b.done = true, cancel, make(chan struct{})
+	go b.run(runCtx)
+	return nil
+}
+
+// Stop stops the poller and waits for it to return, including a Sink
+// delivery in progress. It returns ctx.Err() when ctx ends first (the
+// poller is told to stop all the same). Stop is idempotent, and safe
+// before Start; a stopped Bus cannot be started again.
+func (b *Bus) Stop(ctx context.Context) error {
+	b.mu.Lock()
+	b.stopped = true
+	if b.cancel != nil {
+		b.cancel()
+	}
+	done := b.done
+	b.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats returns the bus's counters.
+func (b *Bus) Stats() Stats {
+	return Stats{
+		Published:  b.published.Load(),
+		Dispatched: b.dispatched.Load(),
+		Polled:     b.polled.Load(),
+		Polls:      b.polls.Load(),
+		PollErrors: b.pollErrors.Load(),
+	}
+}
+
+// run is the poller's loop.
+func (b *Bus) run(ctx context.Context) {
+	defer close(b.done)
+	for {
+		b.poll(ctx)
+		t := b.clock.NewTimer(b.pollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-b.nudge:
+			t.Stop()
+		case <-t.C():
+		}
+	}
+}
+
+// poll claims and delivers batches until one comes back short. A store
+// error ends the round; the next tick retries.
+func (b *Bus) poll(ctx context.Context) {
+	defer b.polls.Add(1)
+	for ctx.Err() == nil {
+		now := b.clock.Now()
+		events, err := b.store.ClaimEvents(ctx, store.ClaimEventsParams{
+			Owner:      b.owner,
+			Now:        now,
+			LeaseUntil: now.Add(b.lease),
+			Limit:      b.batchSize,
+			Pool:       store.AnyPool,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				b.pollErrors.Add(1)
+				b.logger.WarnContext(ctx, "eventbus: poll failed; retrying on the next tick",
+					slog.String("owner", b.owner), slog.Any("error", err))
+			}
+			return
+		}
+		if len(events) > 0 {
+			b.polled.Add(uint64(len(events)))
+			b.sink.Deliver(events)
+		}
+		if len(events) < b.batchSize {
+			return
+		}
+	}
+}
