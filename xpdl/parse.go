@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"regexp"
 	"strings"
 
@@ -60,17 +61,102 @@ func (o *ReadOpts) withDefaults() ReadOpts {
 	return c
 }
 
-// document is an XML document parsed into an etree tree, with the source
-// position of every element and the raw inner XML of elements whose child
-// content the model keeps verbatim (ExtendedAttribute).
+// document is an XML document parsed into an etree tree. Its elements are
+// numbered in document order, the root being 0; the number indexes what
+// the tree does not hold (see elemInfo) and the raw inner XML of elements
+// whose child content the model keeps verbatim (ExtendedAttribute).
 type document struct {
-	root *etree.Element
-	pos  map[*etree.Element]Pos
-	raw  map[*etree.Element]string
+	root  *etree.Element
+	elems []elemInfo
+	raw   map[int]string
 }
 
-// rawInnerTags are the local names whose inner XML is kept verbatim.
-var rawInnerTags = map[string]bool{"ExtendedAttribute": true}
+// elemInfo is what a document knows about one of its elements besides
+// the tree: where it starts in the source, and the number of the first
+// element after its subtree, which is its next sibling's if it has one.
+type elemInfo struct {
+	pos  Pos
+	next int
+}
+
+// node is an element of a document with its number, which child and next
+// (read.go) keep track of while they walk the tree. The zero node stands
+// for "no such element".
+type node struct {
+	*etree.Element
+	doc *document
+	n   int
+}
+
+// pos returns the source position of the element, or the zero Pos for the
+// zero node.
+func (e node) pos() Pos {
+	if e.Element == nil {
+		return Pos{}
+	}
+	return e.doc.elems[e.n].pos
+}
+
+// rawInnerTag is the local name of the elements whose inner XML is kept
+// verbatim.
+const rawInnerTag = "ExtendedAttribute"
+
+// arena allocates the tree's elements, attributes, text and child lists in
+// blocks rather than one by one (etree's constructors allocate each, and
+// grow attribute and child lists by appending): a large package has
+// hundreds of thousands of elements. The tree is discarded once read, so
+// a block outliving some of its items costs nothing.
+type arena struct {
+	elements block[etree.Element]
+	texts    block[etree.CharData]
+	attrs    block[etree.Attr]
+	tokens   block[etree.Token]
+}
+
+func (a *arena) element(space, tag string) *etree.Element {
+	e := &a.elements.take(1)[0]
+	e.Space, e.Tag = space, tag
+	return e
+}
+
+func (a *arena) text(data string) *etree.CharData {
+	t := &a.texts.take(1)[0]
+	t.Data = data
+	return t
+}
+
+// attrList returns an empty attribute list with room for n attributes.
+func (a *arena) attrList(n int) []etree.Attr {
+	if n == 0 {
+		return nil
+	}
+	return a.attrs.take(n)[:0]
+}
+
+// tokenList returns an empty child list with room for n tokens.
+func (a *arena) tokenList(n int) []etree.Token { return a.tokens.take(n)[:0] }
+
+// maxBlock is the most items of one kind an arena allocates at once.
+const maxBlock = 512
+
+// block hands out items of one kind from allocations that double in size
+// up to maxBlock, so that a small document does not pay for a large one's
+// blocks.
+type block[T any] struct {
+	free []T
+	size int // of the last allocation
+}
+
+// take returns n zero items, with no room to append beyond them.
+func (b *block[T]) take(n int) []T {
+	if n > len(b.free) {
+		b.size = min(max(2*b.size, 8), maxBlock)
+		b.free = make([]T, max(n, b.size))
+	}
+	items := b.free[:n:n]
+	b.free = b.free[n:]
+	return items
+}
 
 // parseDocument reads src into a tree. Element tags are local names and
 // Space holds the namespace URI (not a prefix), so lookups are independent
@@ -93,21 +179,42 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 	// byte offsets into src match the decoder's (ExtendedAttribute content
 	// is sliced from src).
 	dec.CharsetReader = func(_ string, in io.Reader) (io.Reader, error) { return in, nil }
-	// A rough element count sizes the position table once.
-	doc := &document{pos: make(map[*etree.Element]Pos, bytes.Count(src, []byte("<"))/2), raw: make(map[*etree.Element]string)}
+	// Every start tag is a '<' not followed by '/': an upper bound on
+	// the elements that sizes their table once. Comments and the like
+	// count too, so the bound is capped by the limit on elements.
+	estimate := bytes.Count(src, []byte("<")) - bytes.Count(src, []byte("</"))
+	doc := &document{elems: make([]elemInfo, 0, min(estimate, opts.MaxElements)), raw: make(map[int]string)}
+	var ar arena
+	// Tags and attribute names come from a small vocabulary; sharing one
+	// string per name leaves the decoder's copies as short-lived garbage
+	// instead of hundreds of thousands of live objects for the collector
+	// to mark.
+	names := make(map[string]string)
+	intern := func(s string) string {
+		if v, ok := names[s]; ok {
+			return v
+		}
+		names[s] = s
+		return s
+	}
 	// RawToken leaves namespaces and tag matching to us: cheaper than
 	// Token, which resolves every name through maps and copies it.
 	type frame struct {
 		el       *etree.Element
+		n        int      // the element's number
 		rawName  xml.Name // as written, for matching the end tag
 		rawStart int64    // inner start offset of a raw-content element, -1 otherwise
 		bindings int      // namespace bindings this element declared
+		kids     int      // where the element's children start in kids
 	}
 	type binding struct{ prefix, uri string }
 	var (
-		stack    []frame
-		ns       []binding
-		elements int
+		stack []frame
+		ns    []binding
+		// kids holds the children of the open elements, each element's
+		// after its ancestors', until the element ends and gets a child
+		// list of the right size.
+		kids []etree.Token
 	)
 	resolve := func(prefix string) string {
 		for i := len(ns) - 1; i >= 0; i-- {
@@ -138,8 +245,7 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			elements++
-			if elements > opts.MaxElements {
+			if len(doc.elems) >= opts.MaxElements {
 				return nil, fail(line, col, ErrTooManyElements, "more than %d elements", opts.MaxElements)
 			}
 			if len(stack) >= opts.MaxDepth {
@@ -148,7 +254,8 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 			if len(t.Attr) > opts.MaxAttrs {
 				return nil, fail(line, col, ErrTooManyAttrs, "element <%s> has %d attributes, more than the limit of %d", t.Name.Local, len(t.Attr), opts.MaxAttrs)
 			}
-			f := frame{rawName: t.Name, rawStart: -1}
+			f := frame{n: len(doc.elems), rawName: t.Name, rawStart: -1}
+			attrs := 0
 			for _, a := range t.Attr {
 				switch {
 				case a.Name.Space == "xmlns":
@@ -157,31 +264,38 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 				case a.Name.Space == "" && a.Name.Local == "xmlns":
 					ns = append(ns, binding{"", a.Value})
 					f.bindings++
+				case a.Name.Space == "":
+					attrs++
 				}
 			}
-			el := etree.NewElement(t.Name.Local)
-			el.Space = resolve(t.Name.Space)
-			if t.Name.Space != "" && el.Space == "" {
+			space := resolve(t.Name.Space)
+			if t.Name.Space != "" && space == "" {
 				return nil, fail(line, col, ErrMalformed, "malformed XML: undeclared namespace prefix %q", t.Name.Space)
 			}
-			for _, a := range t.Attr {
-				// Only unqualified attributes belong to XPDL; vendor
-				// (xpdExt:, g360:) and xmlns attributes are dropped.
-				if a.Name.Space == "" && a.Name.Local != "xmlns" {
-					el.CreateAttr(a.Name.Local, a.Value)
-				}
-			}
+			var el *etree.Element
 			if len(stack) == 0 {
 				if doc.root != nil {
 					return nil, fail(line, col, ErrMalformed, "malformed XML: more than one root element")
 				}
+				// NewElement, so that the root is a root to etree too.
+				el = etree.NewElement(intern(t.Name.Local))
+				el.Space = space
 				doc.root = el
 			} else {
-				stack[len(stack)-1].el.AddChild(el)
+				el = ar.element(space, intern(t.Name.Local))
+				kids = append(kids, el)
 			}
-			doc.pos[el] = Pos{line, col}
-			f.el = el
-			if rawInnerTags[t.Name.Local] {
+			el.Attr = ar.attrList(attrs)
+			for _, a := range t.Attr {
+				// Only unqualified attributes belong to XPDL; vendor
+				// (xpdExt:, g360:) and xmlns attributes are dropped.
+				if a.Name.Space == "" && a.Name.Local != "xmlns" {
+					el.CreateAttr(intern(a.Name.Local), a.Value)
+				}
+			}
+			doc.elems = append(doc.elems, elemInfo{pos: Pos{line, col}})
+			f.el, f.kids = el, len(kids)
+			if t.Name.Local == rawInnerTag {
 				f.rawStart = dec.InputOffset()
 			}
 			stack = append(stack, f)
@@ -193,15 +307,23 @@ func parseDocument(src []byte, opts ReadOpts) (*document, error) {
 			if t.Name != top.rawName {
 				return nil, fail(line, col, ErrMalformed, "malformed XML: element <%s> closed by </%s>", qualified(top.rawName), qualified(t.Name))
 			}
+			if own := kids[top.kids:]; len(own) > 0 {
+				top.el.Child = ar.tokenList(len(own))
+				for _, c := range own {
+					top.el.AddChild(c)
+				}
+				kids = kids[:top.kids]
+			}
+			doc.elems[top.n].next = len(doc.elems)
 			if top.rawStart >= 0 && hasChildElement(top.el) {
 				content := strings.TrimSpace(string(src[top.rawStart:before]))
-				doc.raw[top.el] = strings.ReplaceAll(content, "\r\n", "\n")
+				doc.raw[top.n] = strings.ReplaceAll(content, "\r\n", "\n")
 			}
 			ns = ns[:len(ns)-top.bindings]
 			stack = stack[:len(stack)-1]
 		case xml.CharData:
 			if len(stack) > 0 && !isSpace(t) {
-				stack[len(stack)-1].el.CreateText(string(t))
+				kids = append(kids, ar.text(string(t)))
 			}
 		case xml.Directive:
 			if strings.HasPrefix(strings.TrimSpace(string(t)), "DOCTYPE") {
@@ -266,7 +388,27 @@ func hasChildElement(e *etree.Element) bool {
 }
 
 // readAll reads at most limit+1 bytes so that an oversized input is
-// detected without reading all of it.
+// detected without reading all of it. When r knows its size (a file, a
+// bytes or strings reader) the buffer is allocated once at that size
+// rather than grown by doubling, which for a large package costs twice
+// its size in garbage and copying.
 func readAll(r io.Reader, limit int64) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(r, limit+1))
+	size := int64(-1)
+	switch s := r.(type) {
+	case interface{ Len() int }:
+		size = int64(s.Len())
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := s.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	if size < 0 {
+		return io.ReadAll(io.LimitReader(r, limit+1))
+	}
+	var b bytes.Buffer
+	// The size is a hint: a file may grow while it is read. MinRead more
+	// lets the read that finds EOF go without growing the buffer.
+	b.Grow(int(min(size, limit+1)) + bytes.MinRead)
+	_, err := b.ReadFrom(io.LimitReader(r, limit+1))
+	return b.Bytes(), err
 }

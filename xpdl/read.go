@@ -38,7 +38,7 @@ func readBytes(src []byte, o ReadOpts) (*Package, error) {
 		return nil, err
 	}
 	rd := &reader{doc: doc, file: o.Name}
-	pkg, err := rd.readPackage(doc.root)
+	pkg, err := rd.readPackage(node{doc.root, doc, 0})
 	if err != nil {
 		return nil, err
 	}
@@ -58,9 +58,9 @@ type reader struct {
 	problems Problems
 }
 
-func (r *reader) pos(e *etree.Element) Pos { return r.doc.pos[e] }
+func (r *reader) pos(e node) Pos { return e.pos() }
 
-func (r *reader) problem(e *etree.Element, sev Severity, code string, ids []string, format string, args ...any) {
+func (r *reader) problem(e node, sev Severity, code string, ids []string, format string, args ...any) {
 	p := r.pos(e)
 	r.problems = append(r.problems, Problem{
 		File: r.file, Line: p.Line, Col: p.Col, Severity: sev, Code: code,
@@ -74,42 +74,68 @@ func isXPDL(e *etree.Element) bool {
 	return e.Space == "" || strings.HasPrefix(e.Space, "http://www.wfmc.org/")
 }
 
-// child returns the first XPDL child element with the given local name.
-func child(e *etree.Element, name string) *etree.Element {
-	if e == nil {
-		return nil
+// child returns the first XPDL child element with the given local name,
+// or the zero node.
+func child(e node, name string) node {
+	if e.Element == nil {
+		return node{}
 	}
-	for _, t := range e.Child {
-		if c, ok := t.(*etree.Element); ok && c.Tag == name && isXPDL(c) {
-			return c
-		}
-	}
-	return nil
+	return e.doc.find(e.Element, 0, e.n+1, name)
 }
 
-// children returns the XPDL child elements with the given local name.
-func children(e *etree.Element, name string) []*etree.Element {
-	if e == nil {
-		return nil
-	}
-	var out []*etree.Element
-	for _, t := range e.Child {
-		if c, ok := t.(*etree.Element); ok && c.Tag == name && isXPDL(c) {
-			out = append(out, c)
-		}
-	}
-	return out
+// next returns the next XPDL sibling element with e's name, or the zero
+// node.
+func (e node) next() node {
+	return e.doc.find(e.Parent(), e.Index()+1, e.doc.elems[e.n].next, e.Tag)
 }
 
-// grandchildren returns children(child(e, list), item): the items of a
-// wrapper list such as Activities/Activity.
-func grandchildren(e *etree.Element, list, item string) []*etree.Element {
-	return children(child(e, list), item)
+// find returns the first XPDL element with the given local name among
+// parent.Child[i:], where the first element is number n, or the zero node.
+// The name "" matches every element, XPDL or not.
+func (d *document) find(parent *etree.Element, i, n int, name string) node {
+	for _, t := range parent.Child[i:] {
+		c, ok := t.(*etree.Element)
+		if !ok {
+			continue
+		}
+		if name == "" || (c.Tag == name && isXPDL(c)) {
+			return node{c, d, n}
+		}
+		// Element siblings are numbered in order, each after the
+		// subtree of the one before.
+		n = d.elems[n].next
+	}
+	return node{}
+}
+
+// firstItem returns child(child(e, list), item), the first item of a
+// wrapper list such as Activities/Activity; next walks the others:
+//
+//	for a := firstItem(e, "Activities", "Activity"); a.Element != nil; a = a.next() {
+//
+// (Loops of this kind take the place of iterators or slices of children:
+// the reader walks hundreds of thousands of elements, and either of those
+// allocates for each list.)
+func firstItem(e node, list, item string) node {
+	return child(child(e, list), item)
+}
+
+// firstElement returns e's first child element, XPDL or not, and
+// nextElement the element after it, or the zero node.
+func firstElement(e node) node {
+	if e.Element == nil {
+		return node{}
+	}
+	return e.doc.find(e.Element, 0, e.n+1, "")
+}
+
+func (e node) nextElement() node {
+	return e.doc.find(e.Parent(), e.Index()+1, e.doc.elems[e.n].next, "")
 }
 
 // attr returns the value of an unqualified attribute, or "".
-func attr(e *etree.Element, name string) string {
-	if e == nil {
+func attr(e node, name string) string {
+	if e.Element == nil {
 		return ""
 	}
 	for _, a := range e.Attr {
@@ -121,8 +147,8 @@ func attr(e *etree.Element, name string) string {
 }
 
 // hasAttr reports whether the unqualified attribute is present.
-func hasAttr(e *etree.Element, name string) bool {
-	if e == nil {
+func hasAttr(e node, name string) bool {
+	if e.Element == nil {
 		return false
 	}
 	for _, a := range e.Attr {
@@ -134,23 +160,37 @@ func hasAttr(e *etree.Element, name string) bool {
 }
 
 // text returns an element's own character data, trimmed.
-func text(e *etree.Element) string {
-	if e == nil {
+func text(e node) string {
+	if e.Element == nil {
 		return ""
 	}
-	var b strings.Builder
+	var (
+		one   string // the only piece, the usual case: no copy needed
+		b     strings.Builder
+		count int
+	)
 	for _, t := range e.Child {
 		if cd, ok := t.(*etree.CharData); ok {
+			if count++; count == 1 {
+				one = cd.Data
+				continue
+			}
+			if count == 2 {
+				b.WriteString(one)
+			}
 			b.WriteString(cd.Data)
 		}
 	}
-	return strings.TrimSpace(b.String())
+	if count > 1 {
+		return strings.TrimSpace(b.String())
+	}
+	return strings.TrimSpace(one)
 }
 
 // childText returns the text of the first XPDL child with the given name.
-func childText(e *etree.Element, name string) string { return text(child(e, name)) }
+func childText(e node, name string) string { return text(child(e, name)) }
 
-func (r *reader) readPackage(root *etree.Element) (*Package, error) {
+func (r *reader) readPackage(root node) (*Package, error) {
 	if root.Tag != "Package" {
 		p := r.pos(root)
 		return nil, &SyntaxError{File: r.file, Pos: p, Err: ErrNotXPDL,
@@ -178,22 +218,22 @@ func (r *reader) readPackage(root *etree.Element) (*Package, error) {
 	r.version = pkg.Version
 
 	pkg.Redefinable = r.readRedefinable(child(root, "RedefinableHeader"))
-	if cc := child(root, "ConformanceClass"); cc != nil {
+	if cc := child(root, "ConformanceClass"); cc.Element != nil {
 		pkg.Conformance = r.readConformance(cc)
 	}
-	if s := child(root, "Script"); s != nil {
+	if s := child(root, "Script"); s.Element != nil {
 		pkg.Script = Script{Type: attr(s, "Type"), Version: attr(s, "Version"), Grammar: attr(s, "Grammar")}
 	}
 	r.script = pkg.Script.Type
 
-	for _, e := range grandchildren(root, "ExternalPackages", "ExternalPackage") {
+	for e := firstItem(root, "ExternalPackages", "ExternalPackage"); e.Element != nil; e = e.next() {
 		ext := &ExternalPackage{Href: attr(e, "href"), ID: attr(e, "Id"), Pos: r.pos(e)}
 		if ext.ID == "" {
 			ext.ID, _ = r.readExtendedAttributes(e).Get("EXTERNAL_PACKAGE_ID")
 		}
 		pkg.ExternalPackages = append(pkg.ExternalPackages, ext)
 	}
-	for _, e := range grandchildren(root, "TypeDeclarations", "TypeDeclaration") {
+	for e := firstItem(root, "TypeDeclarations", "TypeDeclaration"); e.Element != nil; e = e.next() {
 		pkg.TypeDeclarations = append(pkg.TypeDeclarations, &TypeDeclaration{
 			ID: attr(e, "Id"), Name: attr(e, "Name"), Type: r.readTypeIn(e), Pos: r.pos(e),
 		})
@@ -201,15 +241,15 @@ func (r *reader) readPackage(root *etree.Element) (*Package, error) {
 	pkg.Participants = r.readParticipants(child(root, "Participants"))
 	pkg.Applications = r.readApplications(child(root, "Applications"))
 	pkg.DataFields = r.readDataFields(child(root, "DataFields"))
-	for _, e := range grandchildren(root, "Pools", "Pool") {
+	for e := firstItem(root, "Pools", "Pool"); e.Element != nil; e = e.next() {
 		pkg.Pools = append(pkg.Pools, r.readPool(e))
 	}
-	for _, e := range grandchildren(root, "MessageFlows", "MessageFlow") {
+	for e := firstItem(root, "MessageFlows", "MessageFlow"); e.Element != nil; e = e.next() {
 		pkg.MessageFlows = append(pkg.MessageFlows, &MessageFlow{
 			ID: attr(e, "Id"), Name: attr(e, "Name"), Source: attr(e, "Source"), Target: attr(e, "Target"), Pos: r.pos(e),
 		})
 	}
-	for _, e := range grandchildren(root, "WorkflowProcesses", "WorkflowProcess") {
+	for e := firstItem(root, "WorkflowProcesses", "WorkflowProcess"); e.Element != nil; e = e.next() {
 		pkg.Processes = append(pkg.Processes, r.readProcess(e))
 	}
 	pkg.ExtendedAttributes = r.readExtendedAttributes(root)
@@ -228,7 +268,7 @@ func versionFromHeader(v string) Version {
 	return Version10
 }
 
-func (r *reader) readConformance(e *etree.Element) GraphConformance {
+func (r *reader) readConformance(e node) GraphConformance {
 	raw := attr(e, "GraphConformance")
 	switch strings.ToUpper(strings.ReplaceAll(raw, "-", "_")) {
 	case "":
@@ -244,8 +284,8 @@ func (r *reader) readConformance(e *etree.Element) GraphConformance {
 	return ConformanceNonBlocked
 }
 
-func (r *reader) readRedefinable(e *etree.Element) RedefinableHeader {
-	if e == nil {
+func (r *reader) readRedefinable(e node) RedefinableHeader {
+	if e.Element == nil {
 		return RedefinableHeader{}
 	}
 	h := RedefinableHeader{
@@ -255,17 +295,17 @@ func (r *reader) readRedefinable(e *etree.Element) RedefinableHeader {
 		Codepage:          childText(e, "Codepage"),
 		Countrykey:        childText(e, "Countrykey"),
 	}
-	for _, resp := range grandchildren(e, "Responsibles", "Responsible") {
+	for resp := firstItem(e, "Responsibles", "Responsible"); resp.Element != nil; resp = resp.next() {
 		h.Responsibles = append(h.Responsibles, text(resp))
 	}
 	return h
 }
 
 // readExtendedAttributes reads e's ExtendedAttributes list.
-func (r *reader) readExtendedAttributes(e *etree.Element) ExtendedAttributes {
+func (r *reader) readExtendedAttributes(e node) ExtendedAttributes {
 	var out ExtendedAttributes
-	for _, ea := range grandchildren(e, "ExtendedAttributes", "ExtendedAttribute") {
-		x := ExtendedAttribute{Name: attr(ea, "Name"), Value: attr(ea, "Value"), Content: r.doc.raw[ea], Pos: r.pos(ea)}
+	for ea := firstItem(e, "ExtendedAttributes", "ExtendedAttribute"); ea.Element != nil; ea = ea.next() {
+		x := ExtendedAttribute{Name: attr(ea, "Name"), Value: attr(ea, "Value"), Content: r.doc.raw[ea.n], Pos: r.pos(ea)}
 		if !hasAttr(ea, "Value") {
 			// Some exporters write the value as text content.
 			x.Value = text(ea)
@@ -283,12 +323,12 @@ var typeElements = []string{
 
 // readTypeIn reads the data type alternative that is a direct child of e
 // (a DataType, TypeDeclaration, Member, ArrayType or ListType element).
-func (r *reader) readTypeIn(e *etree.Element) DataType {
-	if e == nil {
+func (r *reader) readTypeIn(e node) DataType {
+	if e.Element == nil {
 		return DataType{Kind: TypeUnknown}
 	}
-	for _, c := range e.ChildElements() {
-		if !isXPDL(c) {
+	for c := firstElement(e); c.Element != nil; c = c.nextElement() {
+		if !isXPDL(c.Element) {
 			continue
 		}
 		for _, name := range typeElements {
@@ -300,7 +340,7 @@ func (r *reader) readTypeIn(e *etree.Element) DataType {
 	return DataType{Kind: TypeUnknown}
 }
 
-func (r *reader) readTypeElement(c *etree.Element) DataType {
+func (r *reader) readTypeElement(c node) DataType {
 	switch c.Tag {
 	case "BasicType":
 		raw := attr(c, "Type")
@@ -320,7 +360,7 @@ func (r *reader) readTypeElement(c *etree.Element) DataType {
 		return DataType{Kind: TypeExternal, External: attr(c, "location")}
 	case "EnumerationType":
 		dt := DataType{Kind: TypeEnumeration}
-		for _, v := range children(c, "EnumerationValue") {
+		for v := child(c, "EnumerationValue"); v.Element != nil; v = v.next() {
 			dt.Enum = append(dt.Enum, attr(v, "Name"))
 		}
 		return dt
@@ -337,7 +377,7 @@ func (r *reader) readTypeElement(c *etree.Element) DataType {
 			kind = TypeUnion
 		}
 		dt := DataType{Kind: kind}
-		for _, m := range children(c, "Member") {
+		for m := child(c, "Member"); m.Element != nil; m = m.next() {
 			dt.Members = append(dt.Members, r.readTypeIn(m))
 		}
 		return dt
@@ -345,9 +385,9 @@ func (r *reader) readTypeElement(c *etree.Element) DataType {
 	return DataType{Kind: TypeUnknown}
 }
 
-func (r *reader) readParticipants(list *etree.Element) []*Participant {
+func (r *reader) readParticipants(list node) []*Participant {
 	var out []*Participant
-	for _, e := range children(list, "Participant") {
+	for e := child(list, "Participant"); e.Element != nil; e = e.next() {
 		p := &Participant{
 			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
 			Pos: r.pos(e), ExtendedAttributes: r.readExtendedAttributes(e),
@@ -360,7 +400,7 @@ func (r *reader) readParticipants(list *etree.Element) []*Participant {
 			ParticipantResourceSet, ParticipantSystem:
 		default:
 			at := pt
-			if at == nil {
+			if at.Element == nil {
 				at = e
 			}
 			r.problem(at, SeverityWarning, "unknown-value", []string{p.ID},
@@ -375,17 +415,17 @@ func (r *reader) readParticipants(list *etree.Element) []*Participant {
 // The XPDL 2 application type elements under Application/Type.
 var applicationTypes = []string{"Ejb", "Pojo", "Xslt", "Script", "WebService", "BusinessRule", "Form"}
 
-func (r *reader) readApplications(list *etree.Element) []*Application {
+func (r *reader) readApplications(list node) []*Application {
 	var out []*Application
-	for _, e := range children(list, "Application") {
+	for e := child(list, "Application"); e.Element != nil; e = e.next() {
 		a := &Application{
 			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
 			FormalParameters: r.readFormalParameters(child(e, "FormalParameters")),
 			Pos:              r.pos(e), ExtendedAttributes: r.readExtendedAttributes(e),
 		}
-		if t := child(e, "Type"); t != nil {
+		if t := child(e, "Type"); t.Element != nil {
 			for _, name := range applicationTypes {
-				if child(t, name) != nil {
+				if child(t, name).Element != nil {
 					a.Type = name
 				}
 			}
@@ -395,9 +435,9 @@ func (r *reader) readApplications(list *etree.Element) []*Application {
 	return out
 }
 
-func (r *reader) readFormalParameters(list *etree.Element) []*FormalParameter {
+func (r *reader) readFormalParameters(list node) []*FormalParameter {
 	var out []*FormalParameter
-	for _, e := range children(list, "FormalParameter") {
+	for e := child(list, "FormalParameter"); e.Element != nil; e = e.next() {
 		fp := &FormalParameter{
 			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
 			IsArray: isTrue(attr(e, "IsArray")), Type: r.readTypeIn(child(e, "DataType")), Pos: r.pos(e),
@@ -422,9 +462,9 @@ func (r *reader) readFormalParameters(list *etree.Element) []*FormalParameter {
 	return out
 }
 
-func (r *reader) readDataFields(list *etree.Element) []*DataField {
+func (r *reader) readDataFields(list node) []*DataField {
 	var out []*DataField
-	for _, e := range children(list, "DataField") {
+	for e := child(list, "DataField"); e.Element != nil; e = e.next() {
 		df := &DataField{
 			ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
 			IsArray: isTrue(attr(e, "IsArray")), ReadOnly: isTrue(attr(e, "ReadOnly")),
@@ -432,7 +472,7 @@ func (r *reader) readDataFields(list *etree.Element) []*DataField {
 			Type: r.readTypeIn(child(e, "DataType")), Pos: r.pos(e),
 			ExtendedAttributes: r.readExtendedAttributes(e),
 		}
-		if iv := child(e, "InitialValue"); iv != nil {
+		if iv := child(e, "InitialValue"); iv.Element != nil {
 			df.InitialValue, df.HasInitialValue = text(iv), true
 		}
 		out = append(out, df)
@@ -442,11 +482,11 @@ func (r *reader) readDataFields(list *etree.Element) []*DataField {
 
 func isTrue(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
 
-func (r *reader) readPool(e *etree.Element) *Pool {
+func (r *reader) readPool(e node) *Pool {
 	p := &Pool{ID: attr(e, "Id"), Name: attr(e, "Name"), Process: attr(e, "Process"), Pos: r.pos(e)}
-	for _, l := range grandchildren(e, "Lanes", "Lane") {
+	for l := firstItem(e, "Lanes", "Lane"); l.Element != nil; l = l.next() {
 		lane := &Lane{ID: attr(l, "Id"), Name: attr(l, "Name"), ParentLane: attr(l, "ParentLane"), Pos: r.pos(l)}
-		for _, perf := range grandchildren(l, "Performers", "Performer") {
+		for perf := firstItem(l, "Performers", "Performer"); perf.Element != nil; perf = perf.next() {
 			lane.Performers = append(lane.Performers, text(perf))
 		}
 		p.Lanes = append(p.Lanes, lane)
@@ -454,7 +494,7 @@ func (r *reader) readPool(e *etree.Element) *Pool {
 	return p
 }
 
-func (r *reader) readProcess(e *etree.Element) *Process {
+func (r *reader) readProcess(e node) *Process {
 	p := &Process{
 		ID: attr(e, "Id"), Name: attr(e, "Name"), AccessLevel: attr(e, "AccessLevel"), Pos: r.pos(e),
 		Redefinable:        r.readRedefinable(child(e, "RedefinableHeader")),
@@ -464,7 +504,7 @@ func (r *reader) readProcess(e *etree.Element) *Process {
 		Applications:       r.readApplications(child(e, "Applications")),
 		ExtendedAttributes: r.readExtendedAttributes(e),
 	}
-	if h := child(e, "ProcessHeader"); h != nil {
+	if h := child(e, "ProcessHeader"); h.Element != nil {
 		est := child(h, "TimeEstimation")
 		p.Header = ProcessHeader{
 			DurationUnit: attr(h, "DurationUnit"),
@@ -479,7 +519,7 @@ func (r *reader) readProcess(e *etree.Element) *Process {
 			Duration:     childText(est, "Duration"),
 		}
 	}
-	for _, s := range grandchildren(e, "ActivitySets", "ActivitySet") {
+	for s := firstItem(e, "ActivitySets", "ActivitySet"); s.Element != nil; s = s.next() {
 		set := &ActivitySet{ID: attr(s, "Id"), Name: attr(s, "Name"), Pos: r.pos(s)}
 		r.readFlow(s, &set.Flow)
 		p.ActivitySets = append(p.ActivitySets, set)
@@ -488,11 +528,11 @@ func (r *reader) readProcess(e *etree.Element) *Process {
 	return p
 }
 
-func (r *reader) readFlow(e *etree.Element, f *Flow) {
-	for _, a := range grandchildren(e, "Activities", "Activity") {
+func (r *reader) readFlow(e node, f *Flow) {
+	for a := firstItem(e, "Activities", "Activity"); a.Element != nil; a = a.next() {
 		f.Activities = append(f.Activities, r.readActivity(a))
 	}
-	for _, t := range grandchildren(e, "Transitions", "Transition") {
+	for t := firstItem(e, "Transitions", "Transition"); t.Element != nil; t = t.next() {
 		f.Transitions = append(f.Transitions, r.readTransition(t))
 	}
 }
@@ -500,8 +540,8 @@ func (r *reader) readFlow(e *etree.Element, f *Flow) {
 // expression reads an expression-bearing element: its own text, or the
 // text of an XPDL 2 <Expression> or XPDL 1 <Xpression> child, with the
 // grammar declared on the element, else the package's.
-func (r *reader) expression(e *etree.Element) Expression {
-	if e == nil {
+func (r *reader) expression(e node) Expression {
+	if e.Element == nil {
 		return Expression{}
 	}
 	x := Expression{Text: text(e), Pos: r.pos(e), Grammar: r.script}
@@ -509,7 +549,7 @@ func (r *reader) expression(e *etree.Element) Expression {
 		x.Grammar = g
 	}
 	for _, name := range []string{"Expression", "Xpression"} {
-		if c := child(e, name); c != nil {
+		if c := child(e, name); c.Element != nil {
 			if t := text(c); t != "" {
 				if x.Text != "" {
 					x.Text += " "
@@ -525,20 +565,20 @@ func (r *reader) expression(e *etree.Element) Expression {
 	return x
 }
 
-func grammarOf(e *etree.Element) string {
+func grammarOf(e node) string {
 	if g := attr(e, "ScriptGrammar"); g != "" {
 		return g
 	}
 	return attr(e, "ScriptType")
 }
 
-func (r *reader) readTransition(e *etree.Element) *Transition {
+func (r *reader) readTransition(e node) *Transition {
 	t := &Transition{
 		ID: attr(e, "Id"), Name: attr(e, "Name"), From: attr(e, "From"), To: attr(e, "To"),
 		Description: childText(e, "Description"), Pos: r.pos(e),
 		ExtendedAttributes: r.readExtendedAttributes(e),
 	}
-	if c := child(e, "Condition"); c != nil {
+	if c := child(e, "Condition"); c.Element != nil {
 		cond := &Condition{Expression: r.expression(c), Pos: r.pos(c)}
 		raw := attr(c, "Type")
 		switch ConditionType(strings.ToUpper(raw)) {
@@ -555,7 +595,7 @@ func (r *reader) readTransition(e *etree.Element) *Transition {
 	return t
 }
 
-func (r *reader) readActivity(e *etree.Element) *Activity {
+func (r *reader) readActivity(e node) *Activity {
 	a := &Activity{
 		ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
 		Pos: r.pos(e), Priority: childText(e, "Priority"), Limit: childText(e, "Limit"),
@@ -569,19 +609,19 @@ func (r *reader) readActivity(e *etree.Element) *Activity {
 	r.readPerformers(e, a)
 	a.StartMode = r.readMode(e, "StartMode", a.ID)
 	a.FinishMode = r.readMode(e, "FinishMode", a.ID)
-	for _, d := range children(e, "Deadline") {
+	for d := child(e, "Deadline"); d.Element != nil; d = d.next() {
 		a.Deadlines = append(a.Deadlines, r.readDeadline(d, a.ID))
 	}
-	if l := child(e, "Loop"); l != nil {
+	if l := child(e, "Loop"); l.Element != nil {
 		a.Loop = r.readLoop(l, a.ID)
 	}
-	for _, tr := range grandchildren(e, "TransitionRestrictions", "TransitionRestriction") {
-		if j := child(tr, "Join"); j != nil {
+	for tr := firstItem(e, "TransitionRestrictions", "TransitionRestriction"); tr.Element != nil; tr = tr.next() {
+		if j := child(tr, "Join"); j.Element != nil {
 			a.Join = Gateway{Type: r.gatewayType(j, attr(j, "Type"), a.ID), Pos: r.pos(j)}
 		}
-		if s := child(tr, "Split"); s != nil {
+		if s := child(tr, "Split"); s.Element != nil {
 			a.Split = Gateway{Type: r.gatewayType(s, attr(s, "Type"), a.ID), Pos: r.pos(s)}
-			for _, ref := range grandchildren(s, "TransitionRefs", "TransitionRef") {
+			for ref := firstItem(s, "TransitionRefs", "TransitionRef"); ref.Element != nil; ref = ref.next() {
 				a.Split.TransitionRefs = append(a.Split.TransitionRefs, attr(ref, "Id"))
 			}
 		}
@@ -591,7 +631,7 @@ func (r *reader) readActivity(e *etree.Element) *Activity {
 }
 
 // gatewayType maps a Join/Split Type or Route GatewayType to GatewayType.
-func (r *reader) gatewayType(e *etree.Element, raw, activityID string) GatewayType {
+func (r *reader) gatewayType(e node, raw, activityID string) GatewayType {
 	switch strings.ToUpper(strings.TrimSpace(raw)) {
 	case "XOR", "EXCLUSIVE":
 		return GatewayXOR
@@ -610,8 +650,8 @@ func (r *reader) gatewayType(e *etree.Element, raw, activityID string) GatewayTy
 	return GatewayXOR
 }
 
-func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
-	if rt := child(e, "Route"); rt != nil {
+func (r *reader) readActivityKind(e node, a *Activity) {
+	if rt := child(e, "Route"); rt.Element != nil {
 		a.Kind = ActivityRoute
 		// XPDL 1.0 Routes have no GatewayType; their implicit gateways
 		// take the defaults of any other activity (finish.go).
@@ -626,7 +666,7 @@ func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
 		}
 		return
 	}
-	if b := child(e, "BlockActivity"); b != nil {
+	if b := child(e, "BlockActivity"); b.Element != nil {
 		a.Kind = ActivityBlock
 		set := attr(b, "ActivitySetId")
 		if set == "" {
@@ -635,18 +675,18 @@ func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
 		a.Block = &Block{ActivitySet: set, StartActivity: attr(b, "StartActivityId"), Pos: r.pos(b)}
 		return
 	}
-	if ev := child(e, "Event"); ev != nil {
+	if ev := child(e, "Event"); ev.Element != nil {
 		a.Kind = ActivityEvent
 		a.Event = r.readEvent(ev, a.ID)
 		return
 	}
 	impl := child(e, "Implementation")
-	if impl == nil {
+	if impl.Element == nil {
 		// Global 360 and others omit Implementation for a plain task.
 		a.Kind = ActivityNo
 		return
 	}
-	if sf := child(impl, "SubFlow"); sf != nil {
+	if sf := child(impl, "SubFlow"); sf.Element != nil {
 		a.Kind = ActivitySubFlow
 		a.SubFlow = &SubFlow{
 			Process: attr(sf, "Id"), PackageRef: attr(sf, "PackageRef"),
@@ -655,9 +695,9 @@ func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
 		}
 		return
 	}
-	if tools := children(impl, "Tool"); len(tools) > 0 {
+	if child(impl, "Tool").Element != nil {
 		a.Kind = ActivityTool
-		for _, t := range tools {
+		for t := child(impl, "Tool"); t.Element != nil; t = t.next() {
 			tc := &ToolCall{
 				Application: attr(t, "Id"), Type: ToolType(strings.ToUpper(attr(t, "Type"))),
 				ActualParameters: r.actualParameters(t), Description: childText(t, "Description"),
@@ -670,11 +710,11 @@ func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
 		}
 		return
 	}
-	if task := child(impl, "Task"); task != nil {
+	if task := child(impl, "Task"); task.Element != nil {
 		r.readTask(task, a)
 		return
 	}
-	if ref := child(impl, "Reference"); ref != nil {
+	if ref := child(impl, "Reference"); ref.Element != nil {
 		a.Kind = ActivityNo
 		r.problem(ref, SeverityWarning, "unsupported", []string{a.ID},
 			"activity %q: Implementation Reference (to activity %q) is not executed; the activity is a no-op", a.ID, attr(ref, "ActivityId"))
@@ -684,17 +724,17 @@ func (r *reader) readActivityKind(e *etree.Element, a *Activity) {
 }
 
 // readTask reads an XPDL 2 Task element.
-func (r *reader) readTask(task *etree.Element, a *Activity) {
+func (r *reader) readTask(task node, a *Activity) {
 	a.Kind = ActivityNo
 	a.Task = TaskNone
-	for _, c := range task.ChildElements() {
-		if !isXPDL(c) || !strings.HasPrefix(c.Tag, "Task") {
+	for c := firstElement(task); c.Element != nil; c = c.nextElement() {
+		if !isXPDL(c.Element) || !strings.HasPrefix(c.Tag, "Task") {
 			continue
 		}
 		switch kind := TaskKind(strings.TrimPrefix(c.Tag, "Task")); kind {
 		case TaskUser, TaskManual:
 			a.Task = kind
-			a.Performers = appendPerformers(a.Performers, grandchildren(c, "Performers", "Performer"))
+			a.Performers = appendPerformers(a.Performers, firstItem(c, "Performers", "Performer"))
 		case TaskApplication:
 			a.Task, a.Kind = kind, ActivityTool
 			a.Tools = append(a.Tools, &ToolCall{
@@ -721,15 +761,15 @@ func (r *reader) readTask(task *etree.Element, a *Activity) {
 }
 
 // actualParameters reads ActualParameters/ActualParameter under e.
-func (r *reader) actualParameters(e *etree.Element) []Expression {
+func (r *reader) actualParameters(e node) []Expression {
 	var out []Expression
-	for _, ap := range grandchildren(e, "ActualParameters", "ActualParameter") {
+	for ap := firstItem(e, "ActualParameters", "ActualParameter"); ap.Element != nil; ap = ap.next() {
 		out = append(out, r.expression(ap))
 	}
 	return out
 }
 
-func (r *reader) execution(e *etree.Element, activityID string, dflt Execution) Execution {
+func (r *reader) execution(e node, activityID string, dflt Execution) Execution {
 	raw := attr(e, "Execution")
 	switch Execution(strings.ToUpper(raw)) {
 	case "":
@@ -748,13 +788,13 @@ func (r *reader) execution(e *etree.Element, activityID string, dflt Execution) 
 var placeholderPerformers = map[string]bool{"-defined-in-Activity-Performer-": true}
 
 // readPerformers reads XPDL 1 <Performer> and XPDL 2 <Performers>.
-func (r *reader) readPerformers(e *etree.Element, a *Activity) {
-	a.Performers = appendPerformers(a.Performers, children(e, "Performer"))
-	a.Performers = appendPerformers(a.Performers, grandchildren(e, "Performers", "Performer"))
+func (r *reader) readPerformers(e node, a *Activity) {
+	a.Performers = appendPerformers(a.Performers, child(e, "Performer"))
+	a.Performers = appendPerformers(a.Performers, firstItem(e, "Performers", "Performer"))
 }
 
-func appendPerformers(dst []string, perfs []*etree.Element) []string {
-	for _, p := range perfs {
+func appendPerformers(dst []string, first node) []string {
+	for p := first; p.Element != nil; p = p.next() {
 		if t := text(p); t != "" && !placeholderPerformers[t] {
 			dst = append(dst, t)
 		}
@@ -764,12 +804,12 @@ func appendPerformers(dst []string, perfs []*etree.Element) []string {
 
 // readMode reads StartMode/FinishMode: an XPDL 1 child element holding
 // <Automatic/> or <Manual/>, or an XPDL 2 attribute.
-func (r *reader) readMode(e *etree.Element, name, activityID string) Mode {
-	if m := child(e, name); m != nil {
+func (r *reader) readMode(e node, name, activityID string) Mode {
+	if m := child(e, name); m.Element != nil {
 		switch {
-		case child(m, "Automatic") != nil:
+		case child(m, "Automatic").Element != nil:
 			return ModeAutomatic
-		case child(m, "Manual") != nil:
+		case child(m, "Manual").Element != nil:
 			return ModeManual
 		}
 	}
@@ -786,20 +826,20 @@ func (r *reader) readMode(e *etree.Element, name, activityID string) Mode {
 	return ModeUnspecified
 }
 
-func (r *reader) readDeadline(e *etree.Element, activityID string) *Deadline {
+func (r *reader) readDeadline(e node, activityID string) *Deadline {
 	d := &Deadline{Execution: r.execution(e, activityID, ExecUnspecified), Pos: r.pos(e)}
 	cond := child(e, "DeadlineCondition")
-	if cond == nil {
+	if cond.Element == nil {
 		cond = child(e, "DeadlineDuration")
 	}
-	if cond != nil {
+	if cond.Element != nil {
 		d.Condition = r.expression(cond)
 	}
 	d.ExceptionName = childText(e, "ExceptionName")
 	return d
 }
 
-func (r *reader) readLoop(e *etree.Element, activityID string) *Loop {
+func (r *reader) readLoop(e node, activityID string) *Loop {
 	l := &Loop{Pos: r.pos(e)}
 	raw := attr(e, "LoopType")
 	switch LoopType(raw) {
@@ -807,21 +847,21 @@ func (r *reader) readLoop(e *etree.Element, activityID string) *Loop {
 		l.Type = LoopType(raw)
 	case "":
 		l.Type = LoopNone
-		if child(e, "LoopStandard") != nil {
+		if child(e, "LoopStandard").Element != nil {
 			l.Type = LoopStandard
-		} else if child(e, "LoopMultiInstance") != nil {
+		} else if child(e, "LoopMultiInstance").Element != nil {
 			l.Type = LoopMultiInstance
 		}
 	default:
 		r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has unknown LoopType %q", activityID, raw)
 		l.Type = LoopNone
 	}
-	if s := child(e, "LoopStandard"); s != nil {
+	if s := child(e, "LoopStandard"); s.Element != nil {
 		l.TestTime = attr(s, "TestTime")
 		l.Maximum = attr(s, "LoopMaximum")
 		l.Condition = r.attrOrChildExpression(s, "LoopCondition")
 	}
-	if m := child(e, "LoopMultiInstance"); m != nil {
+	if m := child(e, "LoopMultiInstance"); m.Element != nil {
 		l.Ordering = attr(m, "MI_Ordering")
 		l.Behavior = attr(m, "MI_FlowCondition")
 		l.MICondition = r.attrOrChildExpression(m, "MI_Condition")
@@ -832,8 +872,8 @@ func (r *reader) readLoop(e *etree.Element, activityID string) *Loop {
 
 // attrOrChildExpression reads an expression written as an attribute
 // (XPDL 2.1) or as a child element (XPDL 2.2).
-func (r *reader) attrOrChildExpression(e *etree.Element, name string) Expression {
-	if c := child(e, name); c != nil {
+func (r *reader) attrOrChildExpression(e node, name string) Expression {
+	if c := child(e, name); c.Element != nil {
 		return r.expression(c)
 	}
 	return Expression{Text: strings.TrimSpace(attr(e, name)), Grammar: r.script, Pos: r.pos(e)}
@@ -848,17 +888,17 @@ var triggers = map[string]Trigger{
 	"parallelmultiple": TriggerParallelMultiple,
 }
 
-func (r *reader) readEvent(e *etree.Element, activityID string) *Event {
+func (r *reader) readEvent(e node, activityID string) *Event {
 	ev := &Event{Pos: r.pos(e), Trigger: TriggerNone}
-	var el *etree.Element
+	var el node
 	for _, name := range []string{"StartEvent", "IntermediateEvent", "EndEvent"} {
-		if c := child(e, name); c != nil {
+		if c := child(e, name); c.Element != nil {
 			el = c
 			ev.Type = EventType(strings.TrimSuffix(name, "Event"))
 			break
 		}
 	}
-	if el == nil {
+	if el.Element == nil {
 		r.problem(e, SeverityError, "unknown-value", []string{activityID}, "activity %q has an Event with no StartEvent, IntermediateEvent or EndEvent", activityID)
 		ev.Type = EventIntermediate
 		return ev
@@ -879,17 +919,17 @@ func (r *reader) readEvent(e *etree.Element, activityID string) *Event {
 		ev.Trigger = t
 	}
 	ev.Target = attr(el, "Target")
-	if t := child(el, "TriggerTimer"); t != nil {
+	if t := child(el, "TriggerTimer"); t.Element != nil {
 		ev.Timer = &TimerTrigger{
 			TimeDate:  r.attrOrChildExpression(t, "TimeDate"),
 			TimeCycle: r.attrOrChildExpression(t, "TimeCycle"),
 		}
 	}
-	if re := child(el, "ResultError"); re != nil {
+	if re := child(el, "ResultError"); re.Element != nil {
 		ev.ErrorCode = attr(re, "ErrorCode")
 	}
 	for _, name := range []string{"TriggerResultMessage", "TriggerResultSignal", "TriggerResultLink", "TriggerResultCompensation"} {
-		if c := child(el, name); c != nil {
+		if c := child(el, name); c.Element != nil {
 			ev.Ref = firstNonEmpty(attr(c, "Name"), attr(child(c, "Message"), "Name"), attr(c, "LinkId"), attr(c, "ActivityId"))
 		}
 	}
@@ -907,15 +947,15 @@ func firstNonEmpty(vals ...string) string {
 
 // readGraphics reads XPDL 2 NodeGraphicsInfo and the XPDL 1 layout
 // extended attributes of JaWE and Bonita.
-func (r *reader) readGraphics(e *etree.Element, a *Activity) []NodeGraphics {
+func (r *reader) readGraphics(e node, a *Activity) []NodeGraphics {
 	var out []NodeGraphics
-	for _, g := range grandchildren(e, "NodeGraphicsInfos", "NodeGraphicsInfo") {
+	for g := firstItem(e, "NodeGraphicsInfos", "NodeGraphicsInfo"); g.Element != nil; g = g.next() {
 		ng := NodeGraphics{
 			ToolID: attr(g, "ToolId"), LaneID: attr(g, "LaneId"), PageID: attr(g, "PageId"),
 			Width: num(attr(g, "Width")), Height: num(attr(g, "Height")),
 			FillColor: attr(g, "FillColor"), Shape: attr(g, "Shape"),
 		}
-		if c := child(g, "Coordinates"); c != nil {
+		if c := child(g, "Coordinates"); c.Element != nil {
 			ng.X, ng.Y = num(attr(c, "XCoordinate")), num(attr(c, "YCoordinate"))
 		}
 		out = append(out, ng)
