@@ -26,6 +26,7 @@ type command struct {
 // commands lists the subcommands in the order "goxpdl help" shows them.
 var commands = []command{
 	{name: "validate", summary: "check XPDL files and report their problems", usage: validateUsage, runFunc: runValidate},
+	{name: "run", summary: "run a process of an XPDL file to its end", usage: runUsage, runFunc: runRun},
 }
 
 func lookup(name string) (command, bool) {

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/timer"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// runUsage is the full usage text of "goxpdl run".
+const runUsage = `Usage: goxpdl run [flags] FILE
+
+Run deploys the XPDL file (with the ExternalPackages it references) into
+an engine, starts one process instance and runs it until it finishes or
+can make no further progress. Applications nothing is registered for run
+as no-ops; JavaScript tool agents run their scripts.
+
+Flags (before the file):
+
+	--process ID        which WorkflowProcess (default: the one that no other
+	                    process in the package uses as a subflow)
+	--db DSN            default: in-memory SQLite.
+	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
+	--set NAME=VALUE    initial value of a data field (repeatable); the value
+	                    is parsed by the field's type
+	--workitems auto|none  auto (default): complete each work item as soon
+	                    as it is offered; none: leave them open (the run ends
+	                    when the process can make no further progress)
+	--trace jsonl       one JSON object per line on standard output for every
+	                    event: seq, time, type, process, instance, and where
+	                    relevant activity, activityInstance, workitem, state,
+	                    error
+
+Without --trace a summary line goes to standard output; with it, to
+standard error.
+
+Exit status:
+
+	0  the process instance Completed
+	1  the definition is invalid
+	2  usage error, or a file or the database cannot be used
+	3  the instance ended Terminated or Locking, has an Abnormal activity,
+	   or cannot progress (for example open work items with --workitems none)
+`
+
+const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--workitems auto|none] [--trace jsonl] FILE
+Run "goxpdl help run" for details.
+`
+
+// exitStuck is run's exit code for an instance that did not complete.
+const exitStuck = 3
+
+// stallLimit is how long run waits for pending work (a retry after
+// backoff) without any progress before it gives up.
+const stallLimit = 60 * time.Second
+
+// setFlags collects repeated --set NAME=VALUE flags.
+type setFlags map[string]string
+
+func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s setFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	s[strings.TrimSpace(name)] = value
+	return nil
+}
+
+type runOptions struct {
+	file, process, db, workitems, trace string
+	sets                                setFlags
+}
+
+func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	opts := runOptions{sets: setFlags{}}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { printErr(stderr, "%s", runShortUsage) }
+	fs.StringVar(&opts.process, "process", "", "WorkflowProcess id")
+	fs.StringVar(&opts.db, "db", "", "database")
+	fs.Var(opts.sets, "set", "NAME=VALUE")
+	fs.StringVar(&opts.workitems, "workitems", "auto", "auto|none")
+	fs.StringVar(&opts.trace, "trace", "", "jsonl")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return writeOut(stdout, stderr, runUsage, exitOK)
+		}
+		return exitUsage
+	}
+	switch {
+	case fs.NArg() != 1:
+		printErr(stderr, "goxpdl run: want exactly one FILE\n%s", runShortUsage)
+		return exitUsage
+	case opts.workitems != "auto" && opts.workitems != "none":
+		printErr(stderr, "goxpdl run: --workitems %q: want auto or none\n", opts.workitems)
+		return exitUsage
+	case opts.trace != "" && opts.trace != "jsonl":
+		printErr(stderr, "goxpdl run: --trace %q: want jsonl\n", opts.trace)
+		return exitUsage
+	}
+	opts.file = fs.Arg(0)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return runFile(ctx, opts, stdout, stderr)
+}
+
+func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int {
+	pkg, err := xpdl.Load(opts.file, nil)
+	if err != nil {
+		if errors.Is(err, xpdl.ErrInvalid) {
+			printErr(stderr, "%s: %v\n", opts.file, err)
+			return exitProblems
+		}
+		printErr(stderr, "goxpdl run: %v\n", err)
+		return exitUsage
+	}
+	if problems := xpdl.Validate(pkg, nil); problems.HasErrors() {
+		for _, p := range problems.Errors() {
+			printErr(stderr, "%s\n", p)
+		}
+		return exitProblems
+	}
+	proc := pkg.Process(opts.process)
+	if opts.process == "" {
+		if proc, err = engine.MainProcess(pkg); err != nil {
+			printErr(stderr, "goxpdl run: %v (use --process)\n", err)
+			return exitUsage
+		}
+	} else if proc == nil {
+		printErr(stderr, "goxpdl run: no WorkflowProcess %q in %s\n", opts.process, opts.file)
+		return exitUsage
+	}
+
+	db, closeDB, err := openDB(opts.db)
+	if err != nil {
+		printErr(stderr, "goxpdl run: %v\n", err)
+		return exitUsage
+	}
+	defer closeDB()
+	e, err := engine.New(engine.Config{
+		DB:                      db,
+		NoOpUnboundApplications: true,
+		Logger:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		printErr(stderr, "goxpdl run: %v\n", err)
+		return exitUsage
+	}
+	tw := &traceWriter{w: stdout}
+	if opts.trace == "jsonl" {
+		defer e.Subscribe(tw.write)()
+	}
+	if err := e.Start(ctx); err != nil {
+		printErr(stderr, "goxpdl run: %v\n", err)
+		return exitUsage
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := e.Stop(stopCtx); err != nil {
+			printErr(stderr, "goxpdl run: stop: %v\n", err)
+		}
+	}()
+	dep, err := e.DeployFile(ctx, opts.file)
+	if err != nil {
+		printErr(stderr, "goxpdl run: deploy: %v\n", err)
+		if errors.Is(err, xpdl.ErrInvalid) {
+			return exitProblems
+		}
+		return exitUsage
+	}
+	id, err := e.StartProcess(ctx, engine.StartOptions{DefinitionID: dep.ID, Process: proc.ID, TextVariables: opts.sets, Actor: "goxpdl run"})
+	if err != nil {
+		printErr(stderr, "goxpdl run: start: %v\n", err)
+		return exitUsage
+	}
+	outcome, err := drive(ctx, e, id, opts.workitems == "auto")
+	if err != nil {
+		printErr(stderr, "goxpdl run: %v\n", err)
+		return exitUsage
+	}
+	if tw.err != nil {
+		printErr(stderr, "goxpdl run: write trace: %v\n", tw.err)
+		return exitUsage
+	}
+	summary := outcome.String()
+	if opts.trace == "jsonl" {
+		printErr(stderr, "%s\n", summary)
+	} else if code := writeOut(stdout, stderr, summary+"\n", exitOK); code != exitOK {
+		return code
+	}
+	if outcome.root.State == string(wftype.ProcessCompleted) {
+		return exitOK
+	}
+	return exitStuck
+}
+
+// traceWriter prints records as JSON Lines, remembering the first write
+// error.
+type traceWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+func (t *traceWriter) write(r engine.Record) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return
+	}
+	data, err := json.Marshal(r)
+	if err == nil {
+		_, err = t.w.Write(append(data, '\n'))
+	}
+	t.err = err
+}
+
+// outcome is where a run ended.
+type outcome struct {
+	root      engine.ProcessInstance
+	openItems []engine.WorkItem
+	abnormal  []engine.ActivityInstance
+	stalled   bool
+}
+
+func (o outcome) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "instance %d of process %s: %s", o.root.ID, o.root.ProcessDefID, o.root.State)
+	if o.root.Diagnosis != "" {
+		fmt.Fprintf(&b, ": %s", o.root.Diagnosis)
+	}
+	for _, a := range o.abnormal {
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.ActivityDefID, a.ID, a.ProcessInstanceID, a.Diagnosis)
+	}
+	if len(o.openItems) > 0 {
+		ids := make([]string, len(o.openItems))
+		for i, wi := range o.openItems {
+			ids[i] = fmt.Sprintf("%d (%s)", wi.ID, wi.Performer)
+		}
+		fmt.Fprintf(&b, "; open work items: %s", strings.Join(ids, ", "))
+	}
+	if o.stalled {
+		b.WriteString("; no progress for " + stallLimit.String())
+	}
+	return b.String()
+}
+
+// drive runs the instance (and its subflows) until it finishes or nothing
+// more can happen, completing work items as they come when auto is set.
+func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome, error) {
+	clock := timer.Real()
+	lastProgress := clock.Now()
+	for {
+		if err := e.WaitIdle(ctx); err != nil {
+			return outcome{}, err
+		}
+		tree, err := instanceTree(ctx, e, id)
+		if err != nil {
+			return outcome{}, err
+		}
+		o := outcome{root: tree[0]}
+		if wftype.ProcessState(o.root.State).IsFinal() {
+			return o, nil
+		}
+		pending := false
+		for _, pi := range tree {
+			if wftype.ProcessState(pi.State).IsFinal() {
+				continue
+			}
+			if pi.State == string(wftype.ProcessInitiated) {
+				pending = true
+			}
+			acts, err := e.Activities(ctx, pi.ID)
+			if err != nil {
+				return outcome{}, err
+			}
+			for _, a := range acts {
+				switch wftype.ActivityState(a.State) {
+				case wftype.ActivityAbnormal:
+					o.abnormal = append(o.abnormal, a)
+				case wftype.ActivityInitiated, wftype.ActivityActive:
+					pending = pending || pi.State == string(wftype.ProcessRunning)
+				}
+			}
+			items, err := e.WorkItems(ctx, store.ListWorkItemsParams{ProcessInstanceID: pi.ID, States: []string{engine.WorkItemOffered}})
+			if err != nil {
+				return outcome{}, err
+			}
+			o.openItems = append(o.openItems, items...)
+		}
+		switch {
+		case auto && len(o.openItems) > 0:
+			for _, wi := range o.openItems {
+				if err := e.CompleteWorkItem(ctx, wi.ID, nil); err != nil && !errors.Is(err, engine.ErrIllegalState) {
+					return outcome{}, fmt.Errorf("complete work item %d: %w", wi.ID, err)
+				}
+			}
+			lastProgress = clock.Now()
+			continue
+		case pending && clock.Now().Sub(lastProgress) < stallLimit:
+			// An event waits for its retry; look again shortly.
+			t := clock.NewTimer(100 * time.Millisecond)
+			select {
+			case <-t.C():
+			case <-ctx.Done():
+				t.Stop()
+				return outcome{}, ctx.Err()
+			}
+			continue
+		}
+		o.stalled = pending
+		return o, nil
+	}
+}
+
+// instanceTree returns the instance and, recursively, its subflow
+// instances.
+func instanceTree(ctx context.Context, e *engine.Engine, id int64) ([]engine.ProcessInstance, error) {
+	root, err := e.Instance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	tree := []engine.ProcessInstance{root}
+	for i := 0; i < len(tree); i++ {
+		kids, err := e.Instances(ctx, store.ListProcessInstancesParams{ParentInstanceID: tree[i].ID})
+		if err != nil {
+			return nil, err
+		}
+		tree = append(tree, kids...)
+	}
+	return tree, nil
+}

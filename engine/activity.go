@@ -1,0 +1,416 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/goxpdl/goxpdl/engine/flow"
+	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/script"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// Work item states of this release; the full life cycle (allocated,
+// started, delegated, ...) arrives with the work-item service.
+const (
+	WorkItemOffered   = "Offered"
+	WorkItemCompleted = "Completed"
+	WorkItemWithdrawn = "Withdrawn"
+)
+
+// IsManual reports whether an activity waits for a person: an XPDL 2
+// TaskUser or TaskManual, a Manual start or finish mode, or an
+// implementation of No (manual procedures, XPDL 1.0) with a performer,
+// unless both modes say Automatic.
+func IsManual(a *xpdl.Activity) bool {
+	switch {
+	case a.Kind == xpdl.ActivityRoute || a.Kind == xpdl.ActivityBlock || a.Kind == xpdl.ActivitySubFlow || a.Kind == xpdl.ActivityEvent:
+		return false
+	case a.Task == xpdl.TaskUser || a.Task == xpdl.TaskManual:
+		return true
+	case a.StartMode == xpdl.ModeManual || a.FinishMode == xpdl.ModeManual:
+		return true
+	case a.Kind == xpdl.ActivityNo && a.Task != xpdl.TaskNone && len(a.Performers) > 0:
+		return !(a.StartMode == xpdl.ModeAutomatic && a.FinishMode == xpdl.ModeAutomatic)
+	}
+	return false
+}
+
+// startActivity runs an Initiated activity as far as it goes in this
+// transaction: automatic work completes and routes; manual work is offered;
+// subflows and blocks start and wait. A Suspended process leaves it
+// Initiated (Resume starts it); a finished one ignores it.
+func (r *run) startActivity(a *act) error {
+	if r.state() != wftype.ProcessRunning || a.row.State != string(wftype.ActivityInitiated) {
+		return nil
+	}
+	def := a.def
+	switch {
+	case IsManual(def):
+		return r.offer(a)
+	case def.Kind == xpdl.ActivitySubFlow:
+		return r.startSubflow(a)
+	case def.Kind == xpdl.ActivityBlock:
+		return r.startBlock(a)
+	case def.Kind == xpdl.ActivityEvent && def.Event != nil && def.Event.Type != xpdl.EventEnd &&
+		def.Event.Trigger != "" && def.Event.Trigger != xpdl.TriggerNone:
+		if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
+			return err
+		}
+		return r.fail(a, fmt.Sprintf("%s %s events are not executed yet", def.Event.Type, def.Event.Trigger))
+	}
+	if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
+		return err
+	}
+	switch {
+	case def.Kind == xpdl.ActivityTool || (def.Task == xpdl.TaskService || def.Task == xpdl.TaskSend || def.Task == xpdl.TaskReceive) && len(def.Tools) > 0:
+		exception, err := r.callTools(a)
+		switch {
+		case err != nil && (IsRetryable(err) || isStoreError(err)):
+			return err // roll back; the event comes again
+		case err != nil:
+			return r.fail(a, err.Error())
+		case exception != "":
+			return r.complete(a, exception)
+		}
+	case def.Kind == xpdl.ActivityScript || def.Script != nil:
+		if err := r.runScript(a); err != nil {
+			if isStoreError(err) {
+				return err
+			}
+			return r.fail(a, err.Error())
+		}
+	}
+	return r.complete(a, "")
+}
+
+// isStoreError tells the errors that roll a step back (to be tried again)
+// from those that fail the activity: the database's, and a cancelled
+// context (the engine stopping), as opposed to a script's or an
+// application's.
+func isStoreError(err error) bool {
+	return errors.Is(err, store.ErrConflict) || errors.As(err, new(*storeErr)) ||
+		errors.Is(err, context.Canceled) && !errors.Is(err, script.ErrCanceled)
+}
+
+// storeErr marks errors of the database met while evaluating, so that
+// they roll the step back rather than failing the activity.
+type storeErr struct{ err error }
+
+func (e *storeErr) Error() string { return e.err.Error() }
+func (e *storeErr) Unwrap() error { return e.err }
+
+// offer hands a manual activity to people: InActive, with a work item for
+// its first performer.
+func (r *run) offer(a *act) error {
+	if err := r.setActivity(a, machine.ActivityOffer, ""); err != nil {
+		return err
+	}
+	performer := ""
+	if len(a.def.Performers) > 0 {
+		performer = a.def.Performers[0]
+	}
+	wi, err := r.tx.InsertWorkItem(r.ctx, store.WorkItem{
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, State: WorkItemOffered, Performer: performer,
+		CreatedAt: r.now, UpdatedAt: r.now,
+	})
+	if err != nil {
+		return err
+	}
+	aid, wid := a.row.ID, wi.ID
+	r.history = append(r.history, store.HistoryEntry{
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
+		ToState: WorkItemOffered, Actor: r.actor, At: r.now, Data: mustJSON(map[string]string{"performer": performer}),
+	})
+	r.record(Record{Type: RecordWorkItemCreated, Activity: a.def.ID, ActivityInstance: aid, WorkItem: wid, State: WorkItemOffered})
+	return nil
+}
+
+// fail puts an activity in Abnormal: an operator must retry or skip it, or
+// terminate the process.
+func (r *run) fail(a *act, diagnosis string) error {
+	return r.setActivity(a, machine.ActivityFail, diagnosis)
+}
+
+// complete finishes an activity and routes: the transitions chosen by its
+// split (or, for an exception, its EXCEPTION transitions) fire, joins
+// collect the arrivals, and the scope is settled. A condition that cannot
+// be evaluated, or an exception the model does not handle, leaves the
+// activity Abnormal instead.
+func (r *run) complete(a *act, exception string) error {
+	sc := a.scope
+	var fired []*xpdl.Transition
+	if exception != "" {
+		fired = flow.ChooseException(sc.Flow, a.def, exception)
+		if len(fired) == 0 {
+			return r.fail(a, fmt.Sprintf("exception %s: no EXCEPTION or DEFAULTEXCEPTION transition", exception))
+		}
+	} else {
+		var err error
+		if fired, err = flow.Choose(sc.Flow, a.def, r.condition); err != nil {
+			if isStoreError(err) {
+				return err
+			}
+			return r.fail(a, err.Error())
+		}
+	}
+	if err := r.setActivity(a, machine.ActivityComplete, ""); err != nil {
+		return err
+	}
+	if len(fired) == 0 && len(sc.Flow.Outgoing(a.def.ID)) > 0 {
+		r.tokens.DeadEnd(sc, a.def)
+	}
+	for _, t := range fired {
+		if !r.tokens.Arrive(sc, t) {
+			continue
+		}
+		target := sc.Flow.Activity(t.To)
+		if target == nil {
+			continue
+		}
+		if _, err := r.createActivity(sc, target, true); err != nil {
+			return err
+		}
+	}
+	if a.def.Event != nil && a.def.Event.Type == xpdl.EventEnd && a.def.Event.Trigger == xpdl.TriggerTerminate && sc.Block == 0 {
+		return r.endProcess(machine.ProcessComplete, "")
+	}
+	return r.settle(sc)
+}
+
+// settle starts OR-joins that can fire and finishes the scope when nothing
+// in it is alive: the process completes, or the block activity running an
+// activity set completes, or the process locks with a diagnosis.
+func (r *run) settle(sc flow.Scope) error {
+	if r.state().IsFinal() {
+		return nil
+	}
+	var live []string
+	for _, a := range r.acts {
+		if a.scope.Block == sc.Block && a.scope.Flow == sc.Flow && a.row.State != string(wftype.ActivityCompleted) {
+			live = append(live, a.def.ID)
+		}
+	}
+	starts, outcome, diagnosis := r.tokens.Settle(sc, live)
+	for _, id := range starts {
+		if _, err := r.createActivity(sc, sc.Flow.Activity(id), true); err != nil {
+			return err
+		}
+	}
+	switch outcome {
+	case flow.Done:
+		if sc.Block == 0 {
+			return r.endProcess(machine.ProcessComplete, "")
+		}
+		r.tokens.Clear(sc)
+		block := r.activity(sc.Block)
+		if block == nil {
+			return fmt.Errorf("block activity instance %d is not loaded", sc.Block)
+		}
+		return r.complete(block, "")
+	case flow.Locked:
+		if sc.Block != 0 {
+			if block := r.activity(sc.Block); block != nil {
+				diagnosis = fmt.Sprintf("in activity set of %s: %s", block.def.ID, diagnosis)
+			}
+		}
+		return r.endProcess(machine.ProcessLock, diagnosis)
+	}
+	return nil
+}
+
+// endProcess completes or locks the process, withdraws its open work
+// items, and tells a waiting parent.
+func (r *run) endProcess(cmd machine.ProcessCommand, diagnosis string) error {
+	if err := r.setProcess(cmd, diagnosis); err != nil {
+		return err
+	}
+	if err := r.withdrawWorkItems(); err != nil {
+		return err
+	}
+	if r.pi.ParentInstanceID != nil && r.pi.ParentActivityID != nil {
+		r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID}, false)
+	}
+	return nil
+}
+
+// withdrawWorkItems withdraws the process's open work items.
+func (r *run) withdrawWorkItems() error {
+	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, States: []string{WorkItemOffered}})
+	if err != nil {
+		return err
+	}
+	for _, wi := range items {
+		end := r.now
+		if err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
+			ID: wi.ID, ExpectedState: wi.State, State: WorkItemWithdrawn, Performer: wi.Performer, UpdatedAt: r.now, EndedAt: &end,
+		}); err != nil {
+			return err
+		}
+		aid, wid := wi.ActivityInstanceID, wi.ID
+		r.history = append(r.history, store.HistoryEntry{
+			ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
+			FromState: wi.State, ToState: WorkItemWithdrawn, Actor: r.actor, At: r.now,
+		})
+		r.record(Record{Type: RecordWorkItemWithdrawn, ActivityInstance: aid, WorkItem: wid, State: WorkItemWithdrawn})
+	}
+	return nil
+}
+
+// startBlock runs a BlockActivity: it waits while its activity set runs,
+// in this transaction as far as the set's activities are automatic.
+func (r *run) startBlock(a *act) error {
+	set := r.proc.ActivitySet(a.def.Block.ActivitySet)
+	if set == nil {
+		return fmt.Errorf("activity %s: activity set %s not found", a.def.ID, a.def.Block.ActivitySet)
+	}
+	if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
+		return err
+	}
+	if err := r.setActivity(a, machine.ActivityWait, ""); err != nil {
+		return err
+	}
+	sc := flow.Scope{Flow: &set.Flow, Block: a.row.ID}
+	for _, def := range startActivities(&set.Flow, a.def.Block.StartActivity) {
+		if _, err := r.createActivity(sc, def, true); err != nil {
+			return err
+		}
+	}
+	return r.settle(sc)
+}
+
+// startActivities are where a flow begins: the named activity, or every
+// activity without incoming transitions.
+func startActivities(f *xpdl.Flow, named string) []*xpdl.Activity {
+	if named != "" {
+		if a := f.Activity(named); a != nil {
+			return []*xpdl.Activity{a}
+		}
+	}
+	var out []*xpdl.Activity
+	for _, a := range f.Activities {
+		if len(f.Incoming(a.ID)) == 0 {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// application finds an Application by id in the process, then the package.
+func (r *run) application(id string) *xpdl.Application {
+	for _, app := range r.proc.Applications {
+		if app.ID == id {
+			return app
+		}
+	}
+	for _, app := range r.dep.pkg.Applications {
+		if app.ID == id {
+			return app
+		}
+	}
+	return nil
+}
+
+// callTools calls the activity's applications in order, inside this
+// transaction. It returns the name of an XPDL exception an application
+// raised, or an error: retryable or a database error (roll back), or
+// fatal (the activity goes Abnormal).
+func (r *run) callTools(a *act) (exception string, err error) {
+	for i, tc := range a.def.Tools {
+		app := r.application(tc.Application)
+		if app == nil {
+			return "", fmt.Errorf("tool %s: application %s not found", a.def.ID, tc.Application)
+		}
+		class, _ := app.ExtendedAttributes.Get("ToolAgentClass")
+		if c, ok := tc.ExtendedAttributes.Get("ToolAgentClass"); ok {
+			class = c
+		}
+		fn, ok := r.e.resolve(app, class)
+		if !ok {
+			return "", fmt.Errorf("application %s: %w", app.ID, ErrNoApplication)
+		}
+		params := make(map[string]any, len(app.FormalParameters))
+		for j, fp := range app.FormalParameters {
+			if j >= len(tc.ActualParameters) {
+				break
+			}
+			v, err := r.expression(tc.ActualParameters[j])
+			if err != nil {
+				if fp.Mode == xpdl.ModeOut {
+					continue
+				}
+				return "", fmt.Errorf("application %s: parameter %s: %w", app.ID, fp.ID, err)
+			}
+			params[fp.ID] = v
+		}
+		call := &Call{
+			Tx: r.gormTx(), Application: app.ID, ToolAgentClass: class, Params: params, Formal: app.FormalParameters,
+			ExtendedAttributes: append(append(xpdl.ExtendedAttributes{}, app.ExtendedAttributes...), tc.ExtendedAttributes...),
+			IdempotencyKey:     fmt.Sprintf("%d/%d/%d/%d", r.pi.ID, a.row.ID, a.row.Attempt, i),
+			ProcessInstanceID:  r.pi.ID, ActivityInstanceID: a.row.ID, ActivityID: a.def.ID,
+		}
+		out, err := callSafely(r.ctx, fn, call)
+		if err != nil {
+			if exc, ok := errors.AsType[*ApplicationException](err); ok {
+				return exc.Name, nil
+			}
+			return "", err
+		}
+		for j, fp := range app.FormalParameters {
+			if fp.Mode != xpdl.ModeOut && fp.Mode != xpdl.ModeInOut || j >= len(tc.ActualParameters) {
+				continue
+			}
+			v, ok := out[fp.ID]
+			if !ok {
+				continue
+			}
+			name := strings.TrimSpace(tc.ActualParameters[j].Text)
+			if err := r.setVariable(name, v); err != nil {
+				return "", fmt.Errorf("application %s: OUT parameter %s: %w", app.ID, fp.ID, err)
+			}
+		}
+	}
+	return "", nil
+}
+
+// callSafely calls an application, turning a panic into a fatal error.
+func callSafely(ctx context.Context, fn ApplicationFunc, call *Call) (out map[string]any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("application %s panicked: %v\n%s", call.Application, p, debug.Stack())
+		}
+	}()
+	return fn(ctx, call)
+}
+
+// runScript runs an XPDL 2 script task over the variables; assignments to
+// variables are kept.
+func (r *run) runScript(a *act) error {
+	if a.def.Script == nil || strings.TrimSpace(a.def.Script.Text) == "" {
+		return nil
+	}
+	vars, err := r.variables()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	defer cancel()
+	out, err := r.e.eval.Exec(ctx, a.def.Script.Text, vars)
+	if err != nil {
+		return fmt.Errorf("script of activity %s: %w", a.def.ID, err)
+	}
+	for name, v := range out {
+		if fmt.Sprint(v) == fmt.Sprint(vars[name]) {
+			continue
+		}
+		if err := r.setVariable(name, v); err != nil {
+			return fmt.Errorf("script of activity %s: %w", a.def.ID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// ApplicationFunc is the host's code for an XPDL Application (interface
+// I2). The engine calls it inside the transaction that moves the activity
+// on: business writes made through call.Tx commit or roll back with the
+// engine's state.
+//
+// It returns the values of the application's OUT and INOUT formal
+// parameters by parameter id (missing ones keep their value), or an
+// error: Retryable(err) to have the call made again later, an
+// *ApplicationException to take the activity's EXCEPTION transition, or
+// any other error, which is fatal and puts the activity in state Abnormal.
+//
+// Calls are at-least-once: after a crash or a retry the same call comes
+// again with the same IdempotencyKey.
+type ApplicationFunc func(ctx context.Context, call *Call) (map[string]any, error)
+
+// Call is one invocation of an application.
+type Call struct {
+	// Tx is the engine's transaction, for the host's own writes. It is
+	// valid only until the ApplicationFunc returns.
+	Tx *gorm.DB
+	// Application is the XPDL Application id.
+	Application string
+	// ToolAgentClass is the application's ToolAgentClass extended
+	// attribute ("" when it has none).
+	ToolAgentClass string
+	// Params holds the IN and INOUT parameters by formal parameter id
+	// (OUT parameters are present with their current value too, or nil).
+	Params map[string]any
+	// Formal lists the application's formal parameters, in order.
+	Formal []*xpdl.FormalParameter
+	// ExtendedAttributes are the application's extended attributes
+	// followed by the tool call's (e.g. Shark's Script, ToolAgentClass).
+	ExtendedAttributes xpdl.ExtendedAttributes
+	// IdempotencyKey is stable across repeats of this call: process
+	// instance, activity instance, attempt and tool index.
+	IdempotencyKey string
+	// ProcessInstanceID and ActivityInstanceID say where the call is made.
+	ProcessInstanceID, ActivityInstanceID int64
+	// ActivityID is the XPDL id of the calling activity.
+	ActivityID string
+}
+
+// ApplicationException is a failure the process model handles: the
+// activity takes its EXCEPTION transition whose condition names the
+// exception, or its DEFAULTEXCEPTION transition. With neither, the
+// activity goes Abnormal.
+type ApplicationException struct {
+	// Name is the XPDL exception name.
+	Name string
+	// Err is the cause, for the audit trail; may be nil.
+	Err error
+}
+
+func (e *ApplicationException) Error() string {
+	if e.Err == nil {
+		return "application exception " + e.Name
+	}
+	return fmt.Sprintf("application exception %s: %v", e.Name, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ApplicationException) Unwrap() error { return e.Err }
+
+type retryableError struct{ err error }
+
+func (e retryableError) Error() string { return "retryable: " + e.err.Error() }
+func (e retryableError) Unwrap() error { return e.err }
+
+// Retryable marks an application error as transient: the engine rolls the
+// step back and makes the call again later (with the same idempotency
+// key), instead of failing the activity.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return retryableError{err}
+}
+
+// IsRetryable reports whether err was marked with Retryable.
+func IsRetryable(err error) bool {
+	var r retryableError
+	return errors.As(err, &r)
+}
+
+// ErrNoApplication is the fatal error of a call to an application nothing
+// is registered for, when Config.NoOpUnboundApplications is false.
+var ErrNoApplication = errors.New("no application registered")
+
+// JavaScriptToolAgentClass is the Shark tool agent whose convention the
+// built-in JavaScript agent follows: the ExtendedAttribute "Script" holds
+// the script, formal parameters are its variables, and OUT/INOUT
+// parameters are read back after it ran. Classes whose name ends in
+// "JavaScriptToolAgent" or "BshToolAgent" (BeanShell scripts of the
+// simple, JavaScript-compatible kind real files use) run on it.
+const JavaScriptToolAgentClass = "org.enhydra.shark.toolagent.JavaScriptToolAgent"
+
+// RegisterApplication binds fn to the XPDL Application id. It takes
+// precedence over a tool-agent binding.
+func (e *Engine) RegisterApplication(id string, fn ApplicationFunc) {
+	e.appMu.Lock()
+	defer e.appMu.Unlock()
+	e.apps[id] = fn
+}
+
+// RegisterToolAgent binds fn to a ToolAgentClass: every application whose
+// ToolAgentClass extended attribute equals class, or ends with "."+class,
+// is called through fn.
+func (e *Engine) RegisterToolAgent(class string, fn ApplicationFunc) {
+	e.appMu.Lock()
+	defer e.appMu.Unlock()
+	e.agents[class] = fn
+}
+
+// resolve finds the function for an application.
+func (e *Engine) resolve(app *xpdl.Application, class string) (ApplicationFunc, bool) {
+	e.appMu.RLock()
+	defer e.appMu.RUnlock()
+	if fn, ok := e.apps[app.ID]; ok {
+		return fn, true
+	}
+	if class != "" {
+		if fn, ok := e.agents[class]; ok {
+			return fn, true
+		}
+		for name, fn := range e.agents {
+			if strings.HasSuffix(class, "."+name) {
+				return fn, true
+			}
+		}
+		if strings.HasSuffix(class, "JavaScriptToolAgent") || strings.HasSuffix(class, "BshToolAgent") {
+			return e.javaScriptAgent, true
+		}
+	}
+	if e.cfg.NoOpUnboundApplications {
+		return noOpApplication, true
+	}
+	return nil, false
+}
+
+// noOpApplication returns nothing: OUT parameters keep their values.
+func noOpApplication(context.Context, *Call) (map[string]any, error) { return nil, nil }
+
+// javaScriptAgent runs the Script extended attribute with the formal
+// parameters as variables.
+func (e *Engine) javaScriptAgent(ctx context.Context, call *Call) (map[string]any, error) {
+	src, ok := call.ExtendedAttributes.Get("Script")
+	if !ok {
+		for _, ea := range call.ExtendedAttributes {
+			if ea.Name == "Script" {
+				src = ea.Content
+			}
+		}
+	}
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("application %s: JavaScript tool agent without a Script extended attribute", call.Application)
+	}
+	vars := make(map[string]any, len(call.Params))
+	for k, v := range call.Params {
+		vars[k] = v
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.ScriptTimeout)
+	defer cancel()
+	out, err := e.eval.Exec(ctx, src, vars)
+	if err != nil {
+		return nil, fmt.Errorf("application %s: %w", call.Application, err)
+	}
+	res := make(map[string]any)
+	for _, fp := range call.Formal {
+		if fp.Mode == xpdl.ModeOut || fp.Mode == xpdl.ModeInOut {
+			res[fp.ID] = out[fp.ID]
+		}
+	}
+	return res, nil
+}

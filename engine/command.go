@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// StartOptions say which process to start and with what data.
+type StartOptions struct {
+	// Package is the XPDL package id; the latest deployed version starts
+	// unless DefinitionID names one.
+	Package string
+	// DefinitionID selects a deployed version (Deployment.ID); it wins
+	// over Package.
+	DefinitionID int64
+	// Process is the WorkflowProcess id; empty starts MainProcess.
+	Process string
+	// Variables are initial values of data fields and formal parameters,
+	// by id. Values must fit the declared types (see the package doc of
+	// vars.go: int64 for INTEGER, string for STRING, ...).
+	Variables map[string]any
+	// TextVariables are initial values written as text (a form, a
+	// command line), by id; each is parsed by its variable's declared
+	// type ("42" for an INTEGER, "true" for a BOOLEAN, JSON for declared
+	// types). Variables wins for a name given in both.
+	TextVariables map[string]string
+	// Actor is recorded in the audit trail as who started it; default
+	// "host".
+	Actor string
+}
+
+// StartProcess creates a process instance in its own transaction and
+// returns its id. The instance is Initiated; the engine schedules it
+// (Running, first activities started) right after commit.
+func (e *Engine) StartProcess(ctx context.Context, opts StartOptions) (int64, error) {
+	return e.startProcess(ctx, nil, opts)
+}
+
+// StartProcessTx is StartProcess inside the host's transaction tx: the
+// instance exists if and only if tx commits. The engine picks it up from
+// the outbox after the commit (within Config.PollInterval).
+func (e *Engine) StartProcessTx(ctx context.Context, tx *gorm.DB, opts StartOptions) (int64, error) {
+	if tx == nil {
+		return 0, fmt.Errorf("%w: StartProcessTx with a nil transaction", ErrConfig)
+	}
+	return e.startProcess(ctx, tx, opts)
+}
+
+func (e *Engine) startProcess(ctx context.Context, hostTx *gorm.DB, opts StartOptions) (int64, error) {
+	actor := opts.Actor
+	if actor == "" {
+		actor = "host"
+	}
+	var id int64
+	err := e.transact(ctx, hostTx, actor, func(r *run) error {
+		var dep *deployment
+		var err error
+		switch {
+		case opts.DefinitionID != 0:
+			dep, err = e.definition(r.ctx, r.tx, opts.DefinitionID)
+		case opts.Package != "":
+			dep, err = e.latest(r.ctx, r.tx, opts.Package)
+		default:
+			return fmt.Errorf("%w: StartOptions names neither Package nor DefinitionID", ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var proc *xpdl.Process
+		if opts.Process == "" {
+			if proc, err = MainProcess(dep.pkg); err != nil {
+				return err
+			}
+		} else if proc = dep.pkg.Process(opts.Process); proc == nil {
+			return notFound("process", opts.Process+" in package "+dep.def.PackageID)
+		}
+		given, err := mergeTextVariables(declarations(dep.pkg, proc), opts.Variables, opts.TextVariables)
+		if err != nil {
+			return err
+		}
+		child, err := e.createInstance(r, dep, proc, given, nil)
+		if err != nil {
+			return err
+		}
+		// The new instance's run is the one to write.
+		*r = *child
+		id = r.pi.ID
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// Suspend pauses a Running process instance: no activity starts until
+// Resume; work items and subflows wait. It refuses (ErrIllegalState)
+// anything but a Running instance.
+func (e *Engine) Suspend(ctx context.Context, id int64) error {
+	return e.SuspendTx(ctx, nil, id)
+}
+
+// SuspendTx is Suspend inside the host's transaction tx (nil: its own).
+func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64) error {
+	return e.command(ctx, tx, id, func(r *run) error {
+		return r.setProcess(machine.ProcessSuspend, "")
+	})
+}
+
+// Resume continues a Suspended process instance; the activities that
+// could not start meanwhile start now. A second Resume is refused
+// (ErrIllegalState).
+func (e *Engine) Resume(ctx context.Context, id int64) error {
+	return e.ResumeTx(ctx, nil, id)
+}
+
+// ResumeTx is Resume inside the host's transaction tx (nil: its own).
+func (e *Engine) ResumeTx(ctx context.Context, tx *gorm.DB, id int64) error {
+	return e.command(ctx, tx, id, func(r *run) error {
+		if err := r.setProcess(machine.ProcessResume, ""); err != nil {
+			return err
+		}
+		r.record(Record{Type: RecordProcessResumed, State: r.pi.State})
+		return r.resumed()
+	})
+}
+
+// Terminate ends a Running or Suspended process instance: its open work
+// items are withdrawn and its subflows terminated. A finished instance
+// refuses (ErrInstanceFinished).
+func (e *Engine) Terminate(ctx context.Context, id int64) error {
+	return e.TerminateTx(ctx, nil, id)
+}
+
+// TerminateTx is Terminate inside the host's transaction tx (nil: its
+// own).
+func (e *Engine) TerminateTx(ctx context.Context, tx *gorm.DB, id int64) error {
+	return e.command(ctx, tx, id, func(r *run) error { return r.terminate() })
+}
+
+func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, fn func(r *run) error) error {
+	return e.transact(ctx, tx, "host", func(r *run) error {
+		if err := r.load(id); err != nil {
+			return err
+		}
+		return fn(r)
+	})
+}
+
+// CompleteWorkItem completes an open work item with the given values of
+// data fields (by id), and moves the process on in the same transaction.
+// A work item that is not open is refused (ErrIllegalState); unknown
+// variables and values of the wrong type are refused and change nothing.
+func (e *Engine) CompleteWorkItem(ctx context.Context, id int64, outputs map[string]any) error {
+	return e.CompleteWorkItemTx(ctx, nil, id, outputs)
+}
+
+// CompleteWorkItemTx is CompleteWorkItem inside the host's transaction tx
+// (nil: its own): the host's business writes and the completion commit
+// together.
+func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, outputs map[string]any) error {
+	return e.transact(ctx, tx, "host", func(r *run) error {
+		wi, err := r.tx.GetWorkItem(r.ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return notFound("work item", id)
+			}
+			return err
+		}
+		if err := r.load(wi.ProcessInstanceID); err != nil {
+			return err
+		}
+		if r.state().IsFinal() {
+			return &wftype.StateError{Subject: "process", State: r.pi.State, Command: "complete work item", Finished: true}
+		}
+		if wi.State != WorkItemOffered {
+			return &wftype.StateError{Subject: "workitem", State: wi.State, Command: "complete"}
+		}
+		a := r.activity(wi.ActivityInstanceID)
+		if a == nil || a.row.State != string(wftype.ActivityInActive) {
+			return &wftype.StateError{Subject: "workitem", State: wi.State, Command: "complete"}
+		}
+		if r.state() != wftype.ProcessRunning {
+			return &wftype.StateError{Subject: "process", State: r.pi.State, Command: "complete work item"}
+		}
+		for name, v := range outputs {
+			if err := r.setVariable(name, v); err != nil {
+				return err
+			}
+		}
+		end := r.now
+		if err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
+			ID: wi.ID, ExpectedState: WorkItemOffered, State: WorkItemCompleted, Performer: wi.Performer,
+			UpdatedAt: r.now, EndedAt: &end,
+		}); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return &wftype.StateError{Subject: "workitem", State: "changed", Command: "complete"}
+			}
+			return err
+		}
+		aid, wid := a.row.ID, wi.ID
+		r.history = append(r.history, store.HistoryEntry{
+			ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
+			FromState: WorkItemOffered, ToState: WorkItemCompleted, Actor: r.actor, At: r.now,
+		})
+		r.record(Record{Type: RecordWorkItemCompleted, Activity: a.def.ID, ActivityInstance: aid, WorkItem: wid, State: WorkItemCompleted})
+		return r.complete(a, "")
+	})
+}
+
+// mergeTextVariables parses text values by their declared types and adds
+// the typed values on top.
+func mergeTextVariables(decls map[string]decl, typed map[string]any, text map[string]string) (map[string]any, error) {
+	if len(text) == 0 {
+		return typed, nil
+	}
+	out := make(map[string]any, len(typed)+len(text))
+	for name, t := range text {
+		d, ok := decls[name]
+		if !ok {
+			return nil, &VariableError{Name: name, Value: t, kind: ErrUnknownVariable}
+		}
+		v, err := d.typ.parseText(name, t)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	for name, v := range typed {
+		out[name] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// Deployment is one deployed version of an XPDL package.
+type Deployment struct {
+	// ID identifies this version; StartOptions.DefinitionID takes it.
+	ID int64
+	// PackageID is the XPDL package id.
+	PackageID string
+	// Version counts the deployments of PackageID, from 1.
+	Version int
+	// Processes lists the package's WorkflowProcess ids.
+	Processes []string
+}
+
+// deployment is a parsed definition, shared by all instances of its
+// processes.
+type deployment struct {
+	def store.Definition
+	pkg *xpdl.Package
+}
+
+func (d *deployment) public() Deployment {
+	out := Deployment{ID: d.def.ID, PackageID: d.def.PackageID, Version: d.def.Version}
+	for _, p := range d.pkg.Processes {
+		out.Processes = append(out.Processes, p.ID)
+	}
+	return out
+}
+
+// Deploy reads, validates and stores an XPDL package. A package that does
+// not validate is refused with the validator's problems (an
+// *xpdl.ValidationError matching xpdl.ErrInvalid) and nothing is stored.
+// Deploying a package id again makes a new version; instances already
+// running keep the version they started with. References to processes of
+// other packages (ExternalPackages, SubFlow PackageRef) resolve against
+// the latest deployed version of those packages.
+func (e *Engine) Deploy(ctx context.Context, src []byte) (Deployment, error) {
+	pkg, err := xpdl.Read(bytes.NewReader(src), &xpdl.ReadOpts{Name: "deployment"})
+	if err != nil {
+		return Deployment{}, err
+	}
+	return e.deploy(ctx, pkg, src)
+}
+
+// DeployFile deploys the XPDL file at path together with the packages it
+// references as ExternalPackages (each its own new version, deployed
+// first), so that subflows across them run.
+func (e *Engine) DeployFile(ctx context.Context, path string) (Deployment, error) {
+	pkg, err := xpdl.Load(path, nil)
+	if err != nil {
+		return Deployment{}, err
+	}
+	if err := xpdl.Validate(pkg, nil).Err(); err != nil {
+		return Deployment{}, err
+	}
+	seen := map[*xpdl.Package]bool{pkg: true}
+	var externals []*xpdl.Package
+	var walk func(p *xpdl.Package)
+	walk = func(p *xpdl.Package) {
+		for _, ep := range p.ExternalPackages {
+			if ep.Package != nil && !seen[ep.Package] {
+				seen[ep.Package] = true
+				walk(ep.Package)
+				externals = append(externals, ep.Package)
+			}
+		}
+	}
+	walk(pkg)
+	for _, ext := range externals {
+		src, err := os.ReadFile(ext.Source)
+		if err != nil {
+			return Deployment{}, fmt.Errorf("deploy external package %s: %w", ext.ID, err)
+		}
+		if _, err := e.store.InsertDefinition(ctx, store.InsertDefinitionParams{
+			PackageID: ext.ID, Name: ext.Name, Source: src, CreatedAt: e.now(),
+		}); err != nil {
+			return Deployment{}, fmt.Errorf("deploy external package %s: %w", ext.ID, err)
+		}
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return Deployment{}, err
+	}
+	return e.insertDefinition(ctx, pkg, src)
+}
+
+// DeployPackage deploys a package the caller has read (and possibly
+// built or transformed); src is its XPDL text, which is what is stored
+// and parsed again after a restart.
+func (e *Engine) DeployPackage(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
+	return e.deploy(ctx, pkg, src)
+}
+
+func (e *Engine) deploy(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
+	if pkg == nil {
+		return Deployment{}, errors.New("deploy: nil package")
+	}
+	var deployed []*xpdl.Package
+	for _, id := range referencedPackages(pkg) {
+		d, err := e.latest(ctx, e.store, id)
+		if err == nil {
+			deployed = append(deployed, d.pkg)
+		}
+	}
+	if err := xpdl.Validate(pkg, &xpdl.ValidateOpts{Deployed: deployed}).Err(); err != nil {
+		return Deployment{}, err
+	}
+	return e.insertDefinition(ctx, pkg, src)
+}
+
+func (e *Engine) insertDefinition(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
+	def, err := e.store.InsertDefinition(ctx, store.InsertDefinitionParams{
+		PackageID: pkg.ID, Name: pkg.Name, Source: src, CreatedAt: e.now(),
+	})
+	if err != nil {
+		return Deployment{}, fmt.Errorf("deploy %s: %w", pkg.ID, err)
+	}
+	d := &deployment{def: def, pkg: pkg}
+	e.defs.Add(def.ID, d)
+	return d.public(), nil
+}
+
+// referencedPackages lists the ids of packages pkg may call subflows in.
+func referencedPackages(pkg *xpdl.Package) []string {
+	var ids []string
+	for _, ep := range pkg.ExternalPackages {
+		if ep.ID != "" {
+			ids = append(ids, ep.ID)
+		}
+	}
+	for _, p := range pkg.Processes {
+		for _, f := range p.Flows() {
+			for _, a := range f.Activities {
+				if a.SubFlow != nil && a.SubFlow.PackageRef != "" {
+					ids = append(ids, a.SubFlow.PackageRef)
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// definition returns the parsed definition with the given id.
+func (e *Engine) definition(ctx context.Context, tx store.Tx, id int64) (*deployment, error) {
+	if d, ok := e.defs.Get(id); ok {
+		return d, nil
+	}
+	def, err := tx.GetDefinition(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFound("definition", id)
+		}
+		return nil, err
+	}
+	return e.parsed(def)
+}
+
+func (e *Engine) parsed(def store.Definition) (*deployment, error) {
+	if d, ok := e.defs.Get(def.ID); ok {
+		return d, nil
+	}
+	pkg, err := xpdl.Read(bytes.NewReader(def.Source), &xpdl.ReadOpts{Name: def.PackageID})
+	if err != nil {
+		return nil, fmt.Errorf("definition %d (%s): %w", def.ID, def.PackageID, err)
+	}
+	d := &deployment{def: def, pkg: pkg}
+	e.defs.Add(def.ID, d)
+	return d, nil
+}
+
+// latest returns the latest deployed version of a package.
+func (e *Engine) latest(ctx context.Context, tx store.Tx, packageID string) (*deployment, error) {
+	def, err := tx.LatestDefinition(ctx, packageID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFound("package", packageID)
+		}
+		return nil, err
+	}
+	return e.parsed(def)
+}
+
+// Deployments lists every deployed version, oldest first.
+func (e *Engine) Deployments(ctx context.Context) ([]Deployment, error) {
+	defs, err := e.store.ListDefinitions(ctx, store.ListDefinitionsParams{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Deployment, 0, len(defs))
+	for _, def := range defs {
+		d, err := e.parsed(def)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d.public())
+	}
+	return out, nil
+}
+
+// MainProcess returns the process of pkg that starts by default: the only
+// process, or the only one that no other process of the package uses as a
+// subflow. With several candidates it returns an error naming them.
+func MainProcess(pkg *xpdl.Package) (*xpdl.Process, error) {
+	if len(pkg.Processes) == 0 {
+		return nil, notFound("process in package", pkg.ID)
+	}
+	if len(pkg.Processes) == 1 {
+		return pkg.Processes[0], nil
+	}
+	called := map[string]bool{}
+	for _, p := range pkg.Processes {
+		for _, f := range p.Flows() {
+			for _, a := range f.Activities {
+				if a.SubFlow != nil {
+					called[a.SubFlow.Process] = true
+				}
+			}
+		}
+	}
+	var candidates []*xpdl.Process
+	var ids []string
+	for _, p := range pkg.Processes {
+		if !called[p.ID] {
+			candidates = append(candidates, p)
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(candidates) == 1 {
+		return candidates[0], nil
+	}
+	return nil, fmt.Errorf("%w: package %s has %d top-level processes (%s); name one", ErrAmbiguousProcess, pkg.ID, len(ids), strings.Join(ids, ", "))
+}
+
+// ErrAmbiguousProcess: no process was named and the package has several
+// that could start.
+var ErrAmbiguousProcess = errors.New("which process to start is ambiguous")

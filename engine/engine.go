@@ -1,0 +1,245 @@
+// Package engine is goxpdl's public API: an XPDL workflow engine a Go
+// program embeds. The host deploys XPDL packages, starts process instances
+// (in its own database transaction if it likes), completes work items,
+// registers the Go functions behind XPDL Applications, and administers
+// instances (suspend, resume, terminate).
+//
+// Inside, every change of an instance is driven by an event on the event
+// bus: the event is written to the outbox in the same transaction as the
+// change that produced it, handed to the scheduler after commit, and
+// processed in order per process instance, different instances in
+// parallel (DESIGN.md §3). The state machines are in engine/machine, the
+// navigator (splits, joins, deadlock) in engine/flow.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/eventbus"
+	"github.com/goxpdl/goxpdl/scheduler"
+	"github.com/goxpdl/goxpdl/script"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/timer"
+)
+
+// Config sets up an Engine. Only DB is required.
+type Config struct {
+	// DB is the database the engine keeps its state in (SQLite or
+	// MySQL/MariaDB, opened with gormstore.OpenSQLite or OpenMySQL or by
+	// the host). Required.
+	DB *gorm.DB
+	// SkipMigrate leaves the schema alone; by default New creates or
+	// upgrades the engine's tables (goxpdl_*).
+	SkipMigrate bool
+	// Clock is where all time comes from; default the system clock.
+	Clock timer.Clock
+	// Logger receives the engine's logs; default slog.Default().
+	Logger *slog.Logger
+	// NodeID names this engine process in claims of the outbox; default
+	// host name and process id.
+	NodeID string
+	// CriticalWorkers sizes the pool for process control (terminate,
+	// suspend, resume, scheduling, deadlines); default 4.
+	CriticalWorkers int
+	// NormalWorkers sizes the pool for activity work and application
+	// calls; default 16.
+	NormalWorkers int
+	// PollInterval is how often the outbox is polled for events the
+	// engine did not produce itself (a host transaction's, another
+	// node's, ones whose processing failed); default 200ms.
+	PollInterval time.Duration
+	// EventLease is how long a claimed event belongs to this node before
+	// another claim may take it; default 30s.
+	EventLease time.Duration
+	// ScriptTimeout bounds each condition and script; default 5s.
+	ScriptTimeout time.Duration
+	// NoOpUnboundApplications makes calls to applications nothing is
+	// registered for succeed without doing anything (their OUT
+	// parameters keep their values), as the command-line tool does.
+	// Otherwise such a call is fatal and the activity goes Abnormal.
+	NoOpUnboundApplications bool
+	// DefinitionCacheSize is how many parsed definitions are kept in
+	// memory; default 256.
+	DefinitionCacheSize int
+}
+
+// Engine runs XPDL processes. Create it with New, bind applications, call
+// Start, and Stop it when done. It is safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	db    *gorm.DB
+	store *gormstore.Store
+	clock timer.Clock
+	log   *slog.Logger
+	eval  *script.Evaluator
+	bus   *eventbus.Bus
+	sched *scheduler.Scheduler
+	defs  *lru.Cache[int64, *deployment]
+
+	appMu  sync.RWMutex
+	apps   map[string]ApplicationFunc
+	agents map[string]ApplicationFunc
+
+	obsMu     sync.RWMutex
+	observers []func(Record)
+	seq       atomic.Int64
+
+	state   atomic.Int32 // 0 new, 1 running, 2 stopped
+	runMu   sync.Mutex
+	runStop context.CancelFunc
+
+	conflicts atomic.Uint64
+}
+
+// New returns an Engine over cfg.DB, migrating the schema unless
+// cfg.SkipMigrate. The engine processes events only after Start.
+func New(cfg Config) (*Engine, error) {
+	if cfg.DB == nil {
+		return nil, fmt.Errorf("%w: Config.DB is nil", ErrConfig)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = timer.Real()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NodeID == "" {
+		host, _ := os.Hostname()
+		cfg.NodeID = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	if cfg.CriticalWorkers <= 0 {
+		cfg.CriticalWorkers = 4
+	}
+	if cfg.NormalWorkers <= 0 {
+		cfg.NormalWorkers = 16
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 200 * time.Millisecond
+	}
+	if cfg.EventLease <= 0 {
+		cfg.EventLease = 30 * time.Second
+	}
+	if cfg.ScriptTimeout <= 0 {
+		cfg.ScriptTimeout = 5 * time.Second
+	}
+	if cfg.DefinitionCacheSize <= 0 {
+		cfg.DefinitionCacheSize = 256
+	}
+	st, err := gormstore.New(cfg.DB)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if !cfg.SkipMigrate {
+		if err := st.Migrate(context.Background()); err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+	}
+	defs, err := lru.New[int64, *deployment](cfg.DefinitionCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	e := &Engine{
+		cfg:    cfg,
+		db:     cfg.DB,
+		store:  st,
+		clock:  cfg.Clock,
+		log:    cfg.Logger,
+		eval:   script.New(script.Config{NowFunc: cfg.Clock.Now}),
+		defs:   defs,
+		apps:   make(map[string]ApplicationFunc),
+		agents: make(map[string]ApplicationFunc),
+	}
+	e.sched, err = scheduler.New(scheduler.Config{
+		Handler:         e.handle,
+		CriticalWorkers: cfg.CriticalWorkers,
+		NormalWorkers:   cfg.NormalWorkers,
+		Logger:          cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	e.bus, err = eventbus.New(eventbus.Config{
+		Store:        e.store,
+		Clock:        cfg.Clock,
+		Owner:        cfg.NodeID,
+		Lease:        cfg.EventLease,
+		PollInterval: cfg.PollInterval,
+		Logger:       cfg.Logger,
+	}, e.sched)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return e, nil
+}
+
+// Start starts processing events: the scheduler's pools and the outbox
+// poller, which also picks up the events left unprocessed by an earlier
+// run. It returns ErrNotRunning when the engine was stopped before.
+func (e *Engine) Start(ctx context.Context) error {
+	if !e.state.CompareAndSwap(0, 1) {
+		return fmt.Errorf("%w: Start called twice or after Stop", ErrNotRunning)
+	}
+	if err := e.sched.Start(ctx); err != nil {
+		return err
+	}
+	if err := e.bus.Start(ctx); err != nil {
+		return errors.Join(err, e.sched.Stop(ctx))
+	}
+	e.bus.Nudge()
+	return nil
+}
+
+// Stop stops taking events and waits for the events already handed to
+// the scheduler to be processed (graceful drain), or until ctx ends. Events
+// still in the outbox stay there for the next Start. Stop is idempotent.
+func (e *Engine) Stop(ctx context.Context) error {
+	if !e.state.CompareAndSwap(1, 2) {
+		e.state.CompareAndSwap(0, 2)
+		return nil
+	}
+	return errors.Join(e.bus.Stop(ctx), e.sched.Stop(ctx))
+}
+
+// WaitIdle returns when the engine has nothing queued or running (or ctx
+// ends). Events in the outbox that this engine has not claimed yet, such
+// as those of a host transaction committed a moment ago, are not counted.
+func (e *Engine) WaitIdle(ctx context.Context) error {
+	return e.sched.WaitIdle(ctx)
+}
+
+// Stats are the engine's counters.
+type Stats struct {
+	// Scheduler holds events processed and failed, queue depth and the
+	// pools' running and waiting workers.
+	Scheduler scheduler.Stats
+	// Bus holds events published and polled.
+	Bus eventbus.Stats
+	// Conflicts counts event processings retried because the instance
+	// changed underneath (optimistic concurrency).
+	Conflicts uint64
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Conflicts: e.conflicts.Load()}
+}
+
+// Store returns the engine's store, for tools that read the engine's
+// tables directly (the console, the command line).
+func (e *Engine) Store() store.Store { return e.store }
+
+// now is the engine's current time, truncated to microseconds: both
+// databases keep six fractional digits.
+func (e *Engine) now() time.Time { return e.clock.Now().UTC().Truncate(time.Microsecond) }

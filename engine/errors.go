@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/goxpdl/goxpdl/wftype"
+)
+
+// Sentinel errors of the engine's API; match them with errors.Is. State
+// refusals (a second Resume, a command on a finished instance) are
+// *wftype.StateError values matching wftype.ErrIllegalState and
+// wftype.ErrInstanceFinished, re-exported here.
+var (
+	// ErrNotFound: no process instance, activity instance, work item,
+	// definition or process has the given id.
+	ErrNotFound = wftype.ErrNotFound
+	// ErrIllegalState: the command is not accepted in the current state.
+	ErrIllegalState = wftype.ErrIllegalState
+	// ErrInstanceFinished: the process instance is Completed, Terminated or
+	// Locking.
+	ErrInstanceFinished = wftype.ErrInstanceFinished
+	// ErrUnknownVariable: a value was given for a name that is not a data
+	// field or formal parameter of the process.
+	ErrUnknownVariable = errors.New("unknown variable")
+	// ErrWrongType: a value does not fit the declared type of its data
+	// field or parameter.
+	ErrWrongType = errors.New("value of the wrong type")
+	// ErrNotRunning: the engine was not started, or is stopping.
+	ErrNotRunning = errors.New("engine is not running")
+	// ErrConfig: the Config is unusable.
+	ErrConfig = errors.New("invalid engine configuration")
+)
+
+// VariableError says which variable a value was refused for. It matches
+// ErrWrongType or ErrUnknownVariable.
+type VariableError struct {
+	// Name is the variable.
+	Name string
+	// Want describes the declared type ("" for an unknown variable).
+	Want string
+	// Value is the refused value.
+	Value any
+	kind  error
+}
+
+func (e *VariableError) Error() string {
+	if e.kind == ErrUnknownVariable {
+		return fmt.Sprintf("variable %q: not a data field or formal parameter of the process", e.Name)
+	}
+	return fmt.Sprintf("variable %q: %v (%T) is not a valid %s", e.Name, e.Value, e.Value, e.Want)
+}
+
+// Is matches the kind of refusal.
+func (e *VariableError) Is(target error) bool { return target == e.kind }
+
+// NotFoundError says what was not found. It matches ErrNotFound.
+type NotFoundError struct {
+	// What names the kind of thing: "process instance", "work item", ...
+	What string
+	// ID is the id asked for.
+	ID string
+}
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("%s %s not found", e.What, e.ID) }
+
+// Is matches ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+func notFound(what string, id any) error { return &NotFoundError{What: what, ID: fmt.Sprint(id)} }

@@ -1,0 +1,91 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+)
+
+// orderXPDL is a small order process: a clerk approves, then the engine
+// calls the host's "ship" application when the order is approved.
+const orderXPDL = `<?xml version="1.0" encoding="UTF-8"?>
+<Package xmlns="http://www.wfmc.org/2002/XPDL1.0" Id="orders" Name="Orders">
+  <PackageHeader><XPDLVersion>1.0</XPDLVersion><Vendor>example</Vendor><Created>2026-11-21</Created></PackageHeader>
+  <Script Type="text/javascript"/>
+  <Participants><Participant Id="clerk"><ParticipantType Type="ROLE"/></Participant></Participants>
+  <Applications><Application Id="ship"><FormalParameters>
+    <FormalParameter Id="order" Mode="IN"><DataType><BasicType Type="STRING"/></DataType></FormalParameter>
+    <FormalParameter Id="tracking" Mode="OUT"><DataType><BasicType Type="STRING"/></DataType></FormalParameter>
+  </FormalParameters></Application></Applications>
+  <WorkflowProcesses><WorkflowProcess Id="order">
+    <DataFields>
+      <DataField Id="orderId"><DataType><BasicType Type="STRING"/></DataType></DataField>
+      <DataField Id="approved"><DataType><BasicType Type="BOOLEAN"/></DataType></DataField>
+      <DataField Id="tracking"><DataType><BasicType Type="STRING"/></DataType></DataField>
+    </DataFields>
+    <Activities>
+      <Activity Id="approve"><Implementation><No/></Implementation><Performer>clerk</Performer>
+        <TransitionRestrictions><TransitionRestriction><Split Type="XOR"/></TransitionRestriction></TransitionRestrictions></Activity>
+      <Activity Id="ship"><Implementation><Tool Id="ship"><ActualParameters>
+        <ActualParameter>orderId</ActualParameter><ActualParameter>tracking</ActualParameter>
+      </ActualParameters></Tool></Implementation></Activity>
+      <Activity Id="reject"><Route/></Activity>
+    </Activities>
+    <Transitions>
+      <Transition Id="ok" From="approve" To="ship"><Condition Type="CONDITION">approved</Condition></Transition>
+      <Transition Id="no" From="approve" To="reject"><Condition Type="OTHERWISE"/></Transition>
+    </Transitions>
+  </WorkflowProcess></WorkflowProcesses>
+</Package>`
+
+// Example embeds the engine: deploy a process, bind its application to Go
+// code, start an instance and complete its work item.
+func Example() {
+	ctx := context.Background()
+	db, err := gormstore.OpenSQLite(gormstore.MemoryPath) // or your own *gorm.DB
+	if err != nil {
+		log.Fatal(err)
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		defer sqlDB.Close()
+	}
+	e, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The application gets the engine's transaction for business writes.
+	e.RegisterApplication("ship", func(_ context.Context, call *engine.Call) (map[string]any, error) {
+		return map[string]any{"tracking": "TRK-" + call.Params["order"].(string)}, nil
+	})
+	if err := e.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = e.Stop(ctx) }()
+
+	if _, err := e.Deploy(ctx, []byte(orderXPDL)); err != nil {
+		log.Fatal(err)
+	}
+	id, err := e.StartProcess(ctx, engine.StartOptions{Package: "orders", Variables: map[string]any{"orderId": "42"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = e.WaitIdle(ctx)
+	items, _ := e.WorkItems(ctx, engine.WorkItemFilter(id))
+	fmt.Println("work item for", items[0].Performer)
+
+	if err := e.CompleteWorkItem(ctx, items[0].ID, map[string]any{"approved": true}); err != nil {
+		log.Fatal(err)
+	}
+	_ = e.WaitIdle(ctx)
+	pi, _ := e.Instance(ctx, id)
+	vars, _ := e.Variables(ctx, id)
+	fmt.Println(pi.State, vars["tracking"])
+	// Output:
+	// work item for clerk
+	// Completed TRK-42
+}

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/wftype"
+)
+
+// maxConflictRetries bounds how often one event or command is tried again
+// when the instance changed underneath it.
+const maxConflictRetries = 20
+
+// handle is the scheduler's Handler: it processes one event of one
+// process instance in one transaction, then hands the events that
+// transaction produced to the scheduler and the records to observers.
+func (e *Engine) handle(ctx context.Context, ev store.Event) error {
+	var p payload
+	if len(ev.Payload) > 0 {
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			e.log.Error("dropping an event with a malformed payload", "event", ev.ID, "kind", ev.Kind, "err", err)
+			return e.store.MarkEventsProcessed(ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: e.now()})
+		}
+	}
+	err := e.transact(ctx, nil, "engine", func(r *run) error {
+		if err := r.tx.MarkEventsProcessed(r.ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: r.now}); err != nil {
+			return err
+		}
+		if ev.ProcessInstanceID == 0 {
+			return errSkip
+		}
+		if err := r.load(ev.ProcessInstanceID); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return errSkip
+			}
+			return err
+		}
+		switch ev.Kind {
+		case evSchedule:
+			return r.schedule()
+		case evActivityStart:
+			if a := r.activity(p.Activity); a != nil {
+				return r.startActivity(a)
+			}
+			return nil
+		case evSubprocess:
+			return r.subprocessEnded(p.Activity, p.Child)
+		case evTerminate:
+			if r.state().IsFinal() {
+				return nil
+			}
+			return r.terminate()
+		case evResume:
+			return r.resumed()
+		default:
+			e.log.Warn("ignoring an event of unknown kind", "event", ev.ID, "kind", ev.Kind)
+			return nil
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		// Try again after a backoff, on this node or another; the
+		// transaction rolled back, so the retry starts from the same
+		// state (an application call is repeated with the same key).
+		delay := retryDelay(ev.Attempts)
+		if rerr := e.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: e.now().Add(delay)}); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		e.log.Info("event processing failed; retrying", "event", ev.ID, "kind", ev.Kind, "attempt", ev.Attempts, "in", delay, "err", err)
+	}
+	return err
+}
+
+// retryDelay is the backoff before the next attempt of an event that
+// failed attempts times: 50ms, doubling, at most a minute.
+func retryDelay(attempts int) time.Duration {
+	d := 50 * time.Millisecond
+	for i := 1; i < attempts && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+// errSkip ends a run that has nothing to write but what it wrote already
+// (an event's processed mark): it commits without touching an instance.
+var errSkip = errors.New("skip")
+
+// transact runs fn on a fresh run in one transaction (the host's when
+// hostTx is not nil, within a savepoint), drains the activity-set work it
+// queued, writes everything, and retries on an optimistic conflict. After
+// the engine's own transaction commits, the produced events go to the
+// scheduler and the records to observers.
+func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn func(r *run) error) error {
+	for attempt := 0; ; attempt++ {
+		var r *run
+		body := func(ctx context.Context, tx store.Tx) error {
+			r = e.newRun(ctx, tx.(*gormstore.Store), actor)
+			if err := fn(r); errors.Is(err, errSkip) {
+				return nil // commit what fn wrote; no instance to write
+			} else if err != nil {
+				return err
+			}
+			if err := r.drain(); err != nil {
+				return err
+			}
+			if r.pi.ID == 0 {
+				return nil
+			}
+			return r.flush(hostTx != nil)
+		}
+		var err error
+		if hostTx != nil {
+			st, serr := gormstore.New(hostTx)
+			if serr != nil {
+				return serr
+			}
+			err = st.InTx(ctx, body)
+		} else {
+			err = e.store.InTx(ctx, body)
+		}
+		if errors.Is(err, store.ErrConflict) && hostTx == nil && attempt < maxConflictRetries {
+			e.conflicts.Add(1)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if hostTx == nil {
+			e.bus.Dispatch(r.published)
+			e.publish(r.records)
+		} else {
+			e.bus.Nudge()
+		}
+		return nil
+	}
+}
+
+// terminate ends the process by command: its work items are withdrawn and
+// its running subflows terminated in turn.
+func (r *run) terminate() error {
+	if err := r.setProcess(machine.ProcessTerminate, ""); err != nil {
+		return err
+	}
+	if err := r.withdrawWorkItems(); err != nil {
+		return err
+	}
+	children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
+		ParentInstanceID: r.pi.ID,
+		States:           []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if c.ParentActivityID != nil {
+			r.emit(c.ID, evTerminate, payload{}, true)
+		}
+	}
+	if r.pi.ParentInstanceID != nil && r.pi.ParentActivityID != nil {
+		r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID}, false)
+	}
+	return nil
+}
+
+// resumed starts what waited while the process was suspended.
+func (r *run) resumed() error {
+	if r.state() != wftype.ProcessRunning {
+		return nil
+	}
+	for _, a := range r.initiated() {
+		r.scheduleStart(a)
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("engine: encode %T: %v", v, err)) // only our own plain structs
+	}
+	return data
+}
+
+// newEventID returns a random, unique event id.
+func newEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,164 @@
+package engine_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/wftype"
+)
+
+// harness is a started engine on a fresh database.
+type harness struct {
+	t   *testing.T
+	ctx context.Context
+	db  *gorm.DB
+	e   *engine.Engine
+}
+
+func newHarness(t *testing.T, db *gorm.DB, configure ...func(*engine.Config)) *harness {
+	t.Helper()
+	cfg := engine.Config{
+		DB:           db,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PollInterval: 20 * time.Millisecond,
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	e, err := engine.New(cfg)
+	require.NoError(t, err)
+	ctx := t.Context()
+	h := &harness{t: t, ctx: ctx, db: db, e: e}
+	return h
+}
+
+// start starts the engine and stops it when the test ends.
+func (h *harness) start() *harness {
+	h.t.Helper()
+	require.NoError(h.t, h.e.Start(h.ctx))
+	h.t.Cleanup(func() { require.NoError(h.t, h.e.Stop(context.Background())) })
+	return h
+}
+
+func (h *harness) deploy(src string) engine.Deployment {
+	h.t.Helper()
+	d, err := h.e.Deploy(h.ctx, []byte(src))
+	require.NoError(h.t, err)
+	return d
+}
+
+func (h *harness) startProcess(pkg, proc string, vars map[string]any) int64 {
+	h.t.Helper()
+	id, err := h.e.StartProcess(h.ctx, engine.StartOptions{Package: pkg, Process: proc, Variables: vars})
+	require.NoError(h.t, err)
+	return id
+}
+
+// idle waits until the engine has nothing to do.
+func (h *harness) idle() {
+	h.t.Helper()
+	require.NoError(h.t, h.e.WaitIdle(h.ctx))
+}
+
+// instance returns a process instance after the engine went idle.
+func (h *harness) instance(id int64) engine.ProcessInstance {
+	h.t.Helper()
+	h.idle()
+	pi, err := h.e.Instance(h.ctx, id)
+	require.NoError(h.t, err)
+	return pi
+}
+
+// requireState checks the state of an instance once the engine is idle.
+// A final state is waited for: events retried after a backoff come back
+// through the outbox poller after the engine went idle.
+func (h *harness) requireState(id int64, want wftype.ProcessState) engine.ProcessInstance {
+	h.t.Helper()
+	if want.IsFinal() {
+		h.awaitFinal(id)
+	}
+	pi := h.instance(id)
+	require.Equal(h.t, string(want), pi.State, "diagnosis: %s", pi.Diagnosis)
+	return pi
+}
+
+// awaitFinal waits until the instance is Completed, Terminated or Locking,
+// woken by every record the engine publishes.
+func (h *harness) awaitFinal(id int64) {
+	h.t.Helper()
+	wake := make(chan struct{}, 1)
+	defer h.e.Subscribe(func(engine.Record) {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})()
+	for {
+		pi, err := h.e.Instance(h.ctx, id)
+		require.NoError(h.t, err)
+		if wftype.ProcessState(pi.State).IsFinal() {
+			return
+		}
+		select {
+		case <-wake:
+		case <-h.ctx.Done():
+			h.t.Fatalf("instance %d never finished: %v", id, h.ctx.Err())
+		}
+	}
+}
+
+// openItems lists the open work items of an instance.
+func (h *harness) openItems(id int64) []engine.WorkItem {
+	h.t.Helper()
+	h.idle()
+	items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: id, States: []string{engine.WorkItemOffered}})
+	require.NoError(h.t, err)
+	return items
+}
+
+// completeAll completes work items until the instance has none open or
+// finished, and returns its final state.
+func (h *harness) completeAll(ids ...int64) {
+	h.t.Helper()
+	for range 1000 {
+		h.idle()
+		items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{States: []string{engine.WorkItemOffered}})
+		require.NoError(h.t, err)
+		if len(items) == 0 {
+			return
+		}
+		for _, wi := range items {
+			require.NoError(h.t, h.e.CompleteWorkItem(h.ctx, wi.ID, nil))
+		}
+	}
+	h.t.Fatal("work items kept coming")
+}
+
+// started counts the activity instances per activity id.
+func (h *harness) started(id int64) map[string]int {
+	h.t.Helper()
+	h.idle()
+	acts, err := h.e.Activities(h.ctx, id)
+	require.NoError(h.t, err)
+	out := map[string]int{}
+	for _, a := range acts {
+		out[a.ActivityDefID]++
+	}
+	return out
+}
+
+func (h *harness) vars(id int64) map[string]any {
+	h.t.Helper()
+	h.idle()
+	v, err := h.e.Variables(h.ctx, id)
+	require.NoError(h.t, err)
+	return v
+}

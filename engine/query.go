@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// The rows the engine's read API returns are the store's.
+type (
+	// ProcessInstance is one run of a WorkflowProcess.
+	ProcessInstance = store.ProcessInstance
+	// ActivityInstance is one execution of an activity.
+	ActivityInstance = store.ActivityInstance
+	// WorkItem is a piece of work offered to a person.
+	WorkItem = store.WorkItem
+	// HistoryEntry is one line of an instance's audit trail.
+	HistoryEntry = store.HistoryEntry
+)
+
+// Instance returns a process instance.
+func (e *Engine) Instance(ctx context.Context, id int64) (ProcessInstance, error) {
+	pi, err := e.store.GetProcessInstance(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return pi, notFound("process instance", id)
+	}
+	return pi, err
+}
+
+// Instances lists process instances, in id order, filtered as in
+// store.ListProcessInstancesParams.
+func (e *Engine) Instances(ctx context.Context, filter store.ListProcessInstancesParams) ([]ProcessInstance, error) {
+	return e.store.ListProcessInstances(ctx, filter)
+}
+
+// Activities returns every activity instance of a process instance, in
+// creation order.
+func (e *Engine) Activities(ctx context.Context, id int64) ([]ActivityInstance, error) {
+	if _, err := e.Instance(ctx, id); err != nil {
+		return nil, err
+	}
+	return e.store.ListActivityInstances(ctx, store.ListActivityInstancesParams{ProcessInstanceID: id})
+}
+
+// Variables returns the values of a process instance's data fields and
+// formal parameters, by id, in their Go form (see vars.go).
+func (e *Engine) Variables(ctx context.Context, id int64) (map[string]any, error) {
+	if _, err := e.Instance(ctx, id); err != nil {
+		return nil, err
+	}
+	stored, err := e.store.GetVariables(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(stored))
+	for name, sv := range stored {
+		v, err := decodeVariable(sv)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// WorkItems lists work items, in id order, filtered as in
+// store.ListWorkItemsParams (by process instance, by state).
+func (e *Engine) WorkItems(ctx context.Context, filter store.ListWorkItemsParams) ([]WorkItem, error) {
+	return e.store.ListWorkItems(ctx, filter)
+}
+
+// History returns the audit trail of a process instance: every state
+// change of it, its activities and its work items, oldest first.
+func (e *Engine) History(ctx context.Context, id int64) ([]HistoryEntry, error) {
+	return e.store.ListHistory(ctx, store.ListHistoryParams{ProcessInstanceID: id})
+}
+
+// WorkItemFilter selects the open work items of one process instance.
+func WorkItemFilter(processInstanceID int64) store.ListWorkItemsParams {
+	return store.ListWorkItemsParams{ProcessInstanceID: processInstanceID, States: []string{WorkItemOffered}}
+}

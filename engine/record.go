@@ -1,0 +1,83 @@
+package engine
+
+import "time"
+
+// Record is one observable step of the engine, published to observers
+// after the transaction that made it committed. `goxpdl run --trace jsonl`
+// prints them one per line (DESIGN.md §8).
+type Record struct {
+	// Seq numbers the records of this engine in publication order.
+	Seq int64 `json:"seq"`
+	// Time is when the step happened, by the engine's clock.
+	Time time.Time `json:"time"`
+	// Type is what happened: one of the Record* constants.
+	Type string `json:"type"`
+	// Process is the WorkflowProcess id.
+	Process string `json:"process"`
+	// Instance is the process instance id.
+	Instance int64 `json:"instance"`
+	// Activity is the XPDL activity id, where relevant.
+	Activity string `json:"activity,omitempty"`
+	// ActivityInstance is the activity instance id, where relevant.
+	ActivityInstance int64 `json:"activityInstance,omitempty"`
+	// WorkItem is the work item id, where relevant.
+	WorkItem int64 `json:"workitem,omitempty"`
+	// State is the new state of the subject.
+	State string `json:"state,omitempty"`
+	// Error explains a failure, a deadlock or an abnormal activity.
+	Error string `json:"error,omitempty"`
+	// Parent is the parent process instance of a subflow instance.
+	Parent int64 `json:"parent,omitempty"`
+}
+
+// Record types.
+const (
+	RecordProcessStarted    = "process.started"
+	RecordProcessCompleted  = "process.completed"
+	RecordProcessTerminated = "process.terminated"
+	RecordProcessSuspended  = "process.suspended"
+	RecordProcessResumed    = "process.resumed"
+	RecordProcessLocked     = "process.locked"
+	RecordActivityStarted   = "activity.started"
+	RecordActivityCompleted = "activity.completed"
+	RecordActivityAbnormal  = "activity.abnormal"
+	RecordActivityWaiting   = "activity.waiting"
+	RecordWorkItemCreated   = "workitem.created"
+	RecordWorkItemCompleted = "workitem.completed"
+	RecordWorkItemWithdrawn = "workitem.withdrawn"
+)
+
+// Subscribe calls fn with every record from now on, in order, until the
+// returned function is called. fn runs on the engine's workers: it must be
+// quick and must not call back into the engine synchronously.
+func (e *Engine) Subscribe(fn func(Record)) (unsubscribe func()) {
+	e.obsMu.Lock()
+	defer e.obsMu.Unlock()
+	e.observers = append(e.observers, fn)
+	idx := len(e.observers) - 1
+	return func() {
+		e.obsMu.Lock()
+		defer e.obsMu.Unlock()
+		e.observers[idx] = nil
+	}
+}
+
+// publish numbers the records and hands them to the observers. Records of
+// one instance are published in the order they were made, because the
+// scheduler processes one instance's events one at a time; the mutex keeps
+// Seq in publication order across instances.
+func (e *Engine) publish(recs []Record) {
+	if len(recs) == 0 {
+		return
+	}
+	e.obsMu.Lock()
+	defer e.obsMu.Unlock()
+	for i := range recs {
+		recs[i].Seq = e.seq.Add(1)
+		for _, fn := range e.observers {
+			if fn != nil {
+				fn(recs[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,444 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/engine/flow"
+	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// run is one transaction's work on one process instance: it loads the
+// instance, applies commands and events to it through the state machines
+// and the navigator, and writes the result (flush). Everything it changes
+// commits together, under the instance's optimistic version, so two runs
+// on one instance never both commit.
+type run struct {
+	e     *Engine
+	ctx   context.Context
+	tx    *gormstore.Store
+	now   time.Time
+	actor string
+
+	pi     store.ProcessInstance
+	dep    *deployment
+	proc   *xpdl.Process
+	tokens *flow.Tokens
+	acts   []*act // unfinished activity instances, and those this run touched
+
+	vars      map[string]any // nil until needed
+	decls     map[string]decl
+	dirtyVars map[string]bool
+
+	history   []store.HistoryEntry
+	events    []store.Event
+	records   []Record
+	inline    []*act // activities of activity sets to start in this transaction
+	children  []*run // subflow instances this run created
+	published []store.Event
+}
+
+// act is an activity instance with its definition.
+type act struct {
+	row   store.ActivityInstance
+	def   *xpdl.Activity
+	scope flow.Scope
+}
+
+// unfinishedStates are the activity states an instance may still move
+// from: everything but Completed.
+var unfinishedStates = []string{
+	string(wftype.ActivityInitiated), string(wftype.ActivityActive), string(wftype.ActivityWaiting),
+	string(wftype.ActivityInActive), string(wftype.ActivityAbnormal),
+}
+
+// Event kinds the engine writes to the outbox.
+const (
+	evSchedule      = "process.schedule"
+	evActivityStart = "activity.start"
+	evSubprocess    = string(wftype.EventSubprocessCompleted)
+	evTerminate     = string(wftype.EventTerminateRequested)
+	evResume        = string(wftype.EventResumeRequested)
+)
+
+// payload is the body of the engine's events.
+type payload struct {
+	Activity int64 `json:"activity,omitempty"`
+	Child    int64 `json:"child,omitempty"`
+}
+
+func (e *Engine) newRun(ctx context.Context, tx *gormstore.Store, actor string) *run {
+	return &run{e: e, ctx: ctx, tx: tx, now: e.now(), actor: actor, tokens: &flow.Tokens{}}
+}
+
+// load reads process instance id and its unfinished activities.
+func (r *run) load(id int64) error {
+	pi, err := r.tx.GetProcessInstance(r.ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("process instance", id)
+		}
+		return err
+	}
+	r.pi = pi
+	if r.dep, err = r.e.definition(r.ctx, r.tx, pi.DefinitionID); err != nil {
+		return err
+	}
+	if r.proc = r.dep.pkg.Process(pi.ProcessDefID); r.proc == nil {
+		return fmt.Errorf("process instance %d: process %s is not in definition %d", id, pi.ProcessDefID, pi.DefinitionID)
+	}
+	if r.tokens, err = flow.Decode(pi.Tokens); err != nil {
+		return fmt.Errorf("process instance %d: %w", id, err)
+	}
+	rows, err := r.tx.ListActivityInstances(r.ctx, store.ListActivityInstancesParams{ProcessInstanceID: id, States: unfinishedStates})
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		a, err := r.bind(row)
+		if err != nil {
+			return err
+		}
+		r.acts = append(r.acts, a)
+	}
+	return nil
+}
+
+// bind attaches the definition and scope to an activity instance row.
+func (r *run) bind(row store.ActivityInstance) (*act, error) {
+	sc := flow.Scope{Flow: &r.proc.Flow}
+	if row.ActivitySetID != "" {
+		set := r.proc.ActivitySet(row.ActivitySetID)
+		if set == nil || row.BlockInstanceID == nil {
+			return nil, fmt.Errorf("activity instance %d: activity set %q not in process %s", row.ID, row.ActivitySetID, r.proc.ID)
+		}
+		sc = flow.Scope{Flow: &set.Flow, Block: *row.BlockInstanceID}
+	}
+	def := sc.Flow.Activity(row.ActivityDefID)
+	if def == nil {
+		return nil, fmt.Errorf("activity instance %d: activity %s not in process %s", row.ID, row.ActivityDefID, r.proc.ID)
+	}
+	return &act{row: row, def: def, scope: sc}, nil
+}
+
+func (r *run) state() wftype.ProcessState { return wftype.ProcessState(r.pi.State) }
+
+func (r *run) activity(id int64) *act {
+	for _, a := range r.acts {
+		if a.row.ID == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// gormTx is the transaction applications write through.
+func (r *run) gormTx() *gorm.DB { return r.tx.DB().WithContext(r.ctx) }
+
+// setProcess moves the process instance through its state machine.
+func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
+	from := r.state()
+	to, err := machine.NextProcessState(from, cmd)
+	if err != nil {
+		return err
+	}
+	r.pi.State, r.pi.Diagnosis = string(to), diagnosis
+	if to.IsFinal() {
+		end := r.now
+		r.pi.EndedAt = &end
+	}
+	r.history = append(r.history, store.HistoryEntry{
+		ProcessInstanceID: r.pi.ID, Subject: store.SubjectProcess, FromState: string(from), ToState: string(to),
+		Actor: r.actor, At: r.now, Data: detail(diagnosis),
+	})
+	if typ := processRecord[to]; typ != "" {
+		r.record(Record{Type: typ, State: string(to), Error: diagnosis})
+	}
+	return nil
+}
+
+var processRecord = map[wftype.ProcessState]string{
+	wftype.ProcessRunning:    "",
+	wftype.ProcessSuspended:  RecordProcessSuspended,
+	wftype.ProcessCompleted:  RecordProcessCompleted,
+	wftype.ProcessTerminated: RecordProcessTerminated,
+	wftype.ProcessLocking:    RecordProcessLocked,
+}
+
+// setActivity moves an activity instance through its state machine and
+// writes the change at once (later statements of this run refer to it).
+func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string) error {
+	from := wftype.ActivityState(a.row.State)
+	to, err := machine.NextActivityState(r.state(), from, cmd)
+	if err != nil {
+		return err
+	}
+	row := a.row
+	row.State, row.Diagnosis, row.UpdatedAt = string(to), diagnosis, r.now
+	if cmd == machine.ActivityStart || cmd == machine.ActivityOffer {
+		row.Attempt++
+	}
+	if to == wftype.ActivityCompleted {
+		end := r.now
+		row.EndedAt = &end
+	}
+	v, err := r.tx.UpdateActivityInstance(r.ctx, store.UpdateActivityInstanceParams{
+		ID: row.ID, ExpectedVersion: row.Version, State: row.State, Attempt: row.Attempt,
+		Diagnosis: row.Diagnosis, UpdatedAt: row.UpdatedAt, EndedAt: row.EndedAt,
+	})
+	if err != nil {
+		return err
+	}
+	row.Version = v
+	a.row = row
+	id := row.ID
+	r.history = append(r.history, store.HistoryEntry{
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &id, Subject: store.SubjectActivity,
+		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: detail(diagnosis),
+	})
+	switch to {
+	case wftype.ActivityActive, wftype.ActivityInActive:
+		r.record(Record{Type: RecordActivityStarted, Activity: a.def.ID, ActivityInstance: id, State: string(to)})
+	case wftype.ActivityWaiting:
+		r.record(Record{Type: RecordActivityWaiting, Activity: a.def.ID, ActivityInstance: id, State: string(to)})
+	case wftype.ActivityCompleted:
+		r.record(Record{Type: RecordActivityCompleted, Activity: a.def.ID, ActivityInstance: id, State: string(to)})
+	case wftype.ActivityAbnormal:
+		r.record(Record{Type: RecordActivityAbnormal, Activity: a.def.ID, ActivityInstance: id, State: string(to), Error: diagnosis})
+	}
+	return nil
+}
+
+// createActivity creates an Initiated instance of def in scope sc and
+// schedules its start: by an event (its own transaction) at the top level,
+// in this transaction inside an activity set.
+func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (*act, error) {
+	row := store.ActivityInstance{
+		ProcessInstanceID: r.pi.ID, ActivityDefID: def.ID, State: string(wftype.ActivityInitiated),
+		CreatedAt: r.now, UpdatedAt: r.now,
+	}
+	if sc.Block != 0 {
+		block := sc.Block
+		row.BlockInstanceID = &block
+		row.ActivitySetID = r.setOf(sc)
+	}
+	rows, err := r.tx.InsertActivityInstances(r.ctx, []store.ActivityInstance{row})
+	if err != nil {
+		return nil, err
+	}
+	a := &act{row: rows[0], def: def, scope: sc}
+	r.acts = append(r.acts, a)
+	id := a.row.ID
+	r.history = append(r.history, store.HistoryEntry{
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &id, Subject: store.SubjectActivity,
+		ToState: row.State, Actor: r.actor, At: r.now,
+	})
+	if schedule {
+		r.scheduleStart(a)
+	}
+	return a, nil
+}
+
+func (r *run) setOf(sc flow.Scope) string {
+	for _, set := range r.proc.ActivitySets {
+		if &set.Flow == sc.Flow {
+			return set.ID
+		}
+	}
+	return ""
+}
+
+func (r *run) scheduleStart(a *act) {
+	if a.scope.Block != 0 {
+		r.inline = append(r.inline, a)
+		return
+	}
+	r.emit(r.pi.ID, evActivityStart, payload{Activity: a.row.ID}, false)
+}
+
+// emit queues an event for the outbox.
+func (r *run) emit(instance int64, kind string, p payload, critical bool) {
+	r.events = append(r.events, store.Event{
+		ProcessInstanceID: instance, Kind: kind, Payload: mustJSON(p), Critical: critical,
+		CreatedAt: r.now, AvailableAt: r.now,
+	})
+}
+
+func (r *run) record(rec Record) {
+	rec.Time, rec.Process, rec.Instance = r.now, r.pi.ProcessDefID, r.pi.ID
+	if r.pi.ParentInstanceID != nil && rec.Type == RecordProcessStarted {
+		rec.Parent = *r.pi.ParentInstanceID
+	}
+	r.records = append(r.records, rec)
+}
+
+// maxInline bounds the activities one transaction starts inside activity
+// sets; a set that loops without end continues through events instead.
+const maxInline = 10000
+
+// drain starts the activity-set activities queued by this run, all in
+// this transaction.
+func (r *run) drain() error {
+	for n := 0; len(r.inline) > 0; n++ {
+		a := r.inline[0]
+		r.inline = r.inline[1:]
+		if n >= maxInline {
+			r.emit(r.pi.ID, evActivityStart, payload{Activity: a.row.ID}, false)
+			continue
+		}
+		if err := r.startActivity(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush writes the process instance (always: its version fences
+// concurrent runs), the variables, the history and the events. hosted
+// runs (inside a host's transaction) leave their events unclaimed for the
+// poller, since the engine cannot see that transaction commit.
+func (r *run) flush(hosted bool) error {
+	for _, c := range r.children {
+		if err := c.flush(hosted); err != nil {
+			return err
+		}
+		r.published = append(r.published, c.published...)
+		r.records = append(r.records, c.records...)
+	}
+	v, err := r.tx.UpdateProcessInstance(r.ctx, store.UpdateProcessInstanceParams{
+		ID: r.pi.ID, ExpectedVersion: r.pi.Version, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
+		Tokens: r.tokens.Encode(), UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
+	})
+	if err != nil {
+		return err
+	}
+	r.pi.Version = v
+	if err := r.flushVars(); err != nil {
+		return err
+	}
+	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {
+		return err
+	}
+	if len(r.events) == 0 {
+		return nil
+	}
+	if hosted {
+		_, err = r.tx.InsertEvents(r.ctx, r.withIDs(r.events))
+		return err
+	}
+	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)
+	r.published = append(r.published, published...)
+	return err
+}
+
+func (r *run) withIDs(evs []store.Event) []store.Event {
+	for i := range evs {
+		if evs[i].EventID == "" {
+			evs[i].EventID = newEventID()
+		}
+	}
+	return evs
+}
+
+func (r *run) flushVars() error {
+	if len(r.dirtyVars) == 0 {
+		return nil
+	}
+	vars := make([]store.Variable, 0, len(r.dirtyVars))
+	for name := range r.dirtyVars {
+		v, err := encodeVariable(r.pi.ID, name, r.decls[name].typ, r.vars[name])
+		if err != nil {
+			return err
+		}
+		vars = append(vars, v)
+	}
+	return r.tx.PutVariables(r.ctx, vars)
+}
+
+// variables loads the instance's variables once.
+func (r *run) variables() (map[string]any, error) {
+	if r.vars != nil {
+		return r.vars, nil
+	}
+	stored, err := r.tx.GetVariables(r.ctx, r.pi.ID)
+	if err != nil {
+		return nil, &storeErr{err}
+	}
+	r.decls = declarations(r.dep.pkg, r.proc)
+	r.vars = make(map[string]any, len(stored))
+	for name, sv := range stored {
+		v, err := decodeVariable(sv)
+		if err != nil {
+			return nil, err
+		}
+		r.vars[name] = v
+	}
+	return r.vars, nil
+}
+
+// setVariable checks and changes one variable.
+func (r *run) setVariable(name string, v any) error {
+	if _, err := r.variables(); err != nil {
+		return err
+	}
+	d, ok := r.decls[name]
+	if !ok {
+		return &VariableError{Name: name, Value: v, kind: ErrUnknownVariable}
+	}
+	c, err := d.typ.coerce(name, v)
+	if err != nil {
+		return err
+	}
+	r.vars[name] = c
+	if r.dirtyVars == nil {
+		r.dirtyVars = make(map[string]bool)
+	}
+	r.dirtyVars[name] = true
+	return nil
+}
+
+// condition evaluates a transition condition over the variables.
+func (r *run) condition(t *xpdl.Transition) (bool, error) {
+	vars, err := r.variables()
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	defer cancel()
+	return r.e.eval.Condition(ctx, t.Condition.Expression.Text, vars)
+}
+
+// expression evaluates an actual parameter: a variable's name gives its
+// value, anything else is a JavaScript expression over the variables.
+func (r *run) expression(expr xpdl.Expression) (any, error) {
+	vars, err := r.variables()
+	if err != nil {
+		return nil, err
+	}
+	text := strings.TrimSpace(expr.Text)
+	if v, ok := vars[text]; ok {
+		return v, nil
+	}
+	if text == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	defer cancel()
+	return r.e.eval.Eval(ctx, text, vars)
+}
+
+func detail(diagnosis string) []byte {
+	if diagnosis == "" {
+		return nil
+	}
+	return mustJSON(map[string]string{"diagnosis": diagnosis})
+}

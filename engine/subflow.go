@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/goxpdl/goxpdl/engine/flow"
+	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// parentRef links a subflow instance to the activity waiting for it.
+type parentRef struct {
+	instance int64
+	activity *int64 // nil for ASYNCHR: nobody waits
+}
+
+// createInstance creates a process instance in state Initiated with its
+// variables and its start activities, and the event that schedules it.
+// The returned run holds the new instance.
+func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, given map[string]any, parent *parentRef) (*run, error) {
+	decls := declarations(dep.pkg, proc)
+	vals, err := initialValues(decls, given)
+	if err != nil {
+		return nil, err
+	}
+	r := e.newRun(r0.ctx, r0.tx, r0.actor)
+	r.now = r0.now
+	r.dep, r.proc = dep, proc
+	pi := store.ProcessInstance{
+		DefinitionID: dep.def.ID, ProcessDefID: proc.ID, State: string(wftype.ProcessInitiated),
+		CreatedAt: r.now, UpdatedAt: r.now,
+	}
+	if parent != nil {
+		pi.ParentInstanceID = &parent.instance
+		pi.ParentActivityID = parent.activity
+	}
+	if r.pi, err = r.tx.InsertProcessInstance(r.ctx, pi); err != nil {
+		return nil, err
+	}
+	r.decls, r.vars, r.dirtyVars = decls, vals, make(map[string]bool, len(vals))
+	for name := range vals {
+		r.dirtyVars[name] = true
+	}
+	r.history = append(r.history, store.HistoryEntry{
+		ProcessInstanceID: r.pi.ID, Subject: store.SubjectProcess, ToState: r.pi.State, Actor: r.actor, At: r.now,
+	})
+	sc := flow.Scope{Flow: &proc.Flow}
+	for _, def := range startActivities(&proc.Flow, "") {
+		if _, err := r.createActivity(sc, def, false); err != nil {
+			return nil, err
+		}
+	}
+	r.record(Record{Type: RecordProcessStarted, State: r.pi.State})
+	r.emit(r.pi.ID, evSchedule, payload{}, true)
+	return r, nil
+}
+
+// schedule moves an Initiated instance to Running and starts its first
+// activities in this transaction.
+func (r *run) schedule() error {
+	if r.state() != wftype.ProcessInitiated {
+		return nil // already scheduled (a repeated event), or terminated first
+	}
+	if err := r.setProcess(machine.ProcessSchedule, ""); err != nil {
+		return err
+	}
+	for _, a := range r.initiated() {
+		if err := r.startActivity(a); err != nil {
+			return err
+		}
+	}
+	if len(r.acts) == 0 {
+		return r.settle(flow.Scope{Flow: &r.proc.Flow})
+	}
+	return nil
+}
+
+// initiated lists the activities waiting to start, in creation order.
+func (r *run) initiated() []*act {
+	var out []*act
+	for _, a := range r.acts {
+		if a.row.State == string(wftype.ActivityInitiated) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// subflowTarget finds the process a SubFlow names: in the same package,
+// then in the latest deployed version of a referenced package.
+func (r *run) subflowTarget(sf *xpdl.SubFlow) (*deployment, *xpdl.Process, error) {
+	if sf.PackageRef == "" || sf.PackageRef == r.dep.pkg.ID {
+		if p := r.dep.pkg.Process(sf.Process); p != nil {
+			return r.dep, p, nil
+		}
+	}
+	ids := []string{sf.PackageRef}
+	if sf.PackageRef == "" {
+		ids = referencedPackages(r.dep.pkg)
+	}
+	for _, id := range ids {
+		dep, err := r.e.latest(r.ctx, r.tx, id)
+		if err != nil {
+			continue
+		}
+		if p := dep.pkg.Process(sf.Process); p != nil {
+			return dep, p, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("subflow process %s is not deployed", sf.Process)
+}
+
+// startSubflow creates the child instance. SYNCHR: the activity waits for
+// it; ASYNCHR: the activity completes at once.
+func (r *run) startSubflow(a *act) error {
+	sf := a.def.SubFlow
+	if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
+		return err
+	}
+	dep, proc, err := r.subflowTarget(sf)
+	if err != nil {
+		return r.fail(a, err.Error())
+	}
+	in := make(map[string]any)
+	for j, fp := range proc.FormalParameters {
+		if j >= len(sf.ActualParameters) || fp.Mode == xpdl.ModeOut {
+			continue
+		}
+		v, err := r.expression(sf.ActualParameters[j])
+		if err != nil {
+			if isStoreError(err) {
+				return err
+			}
+			return r.fail(a, fmt.Sprintf("subflow %s: parameter %s: %v", proc.ID, fp.ID, err))
+		}
+		in[fp.ID] = v
+	}
+	synchr := sf.Execution != xpdl.ExecAsynchr
+	parent := &parentRef{instance: r.pi.ID}
+	if synchr {
+		id := a.row.ID
+		parent.activity = &id
+	}
+	child, err := r.e.createInstance(r, dep, proc, in, parent)
+	if err != nil {
+		if isStoreError(err) {
+			return err
+		}
+		return r.fail(a, fmt.Sprintf("subflow %s: %v", proc.ID, err))
+	}
+	r.children = append(r.children, child)
+	if !synchr {
+		return r.complete(a, "")
+	}
+	return r.setActivity(a, machine.ActivityWait, "")
+}
+
+// subprocessEnded handles the end of a SYNCHR child: OUT and INOUT
+// parameters come back and the activity completes; a child that was
+// terminated or deadlocked leaves the activity Abnormal.
+func (r *run) subprocessEnded(activityID, childID int64) error {
+	a := r.activity(activityID)
+	if a == nil || a.row.State != string(wftype.ActivityWaiting) || a.def.SubFlow == nil {
+		return nil // already handled, or the process moved on
+	}
+	child, err := r.tx.GetProcessInstance(r.ctx, childID)
+	if err != nil {
+		return err
+	}
+	if child.State != string(wftype.ProcessCompleted) {
+		return r.fail(a, fmt.Sprintf("subflow instance %d ended %s: %s", child.ID, child.State, child.Diagnosis))
+	}
+	dep, err := r.e.definition(r.ctx, r.tx, child.DefinitionID)
+	if err != nil {
+		return err
+	}
+	proc := dep.pkg.Process(child.ProcessDefID)
+	stored, err := r.tx.GetVariables(r.ctx, child.ID)
+	if err != nil {
+		return err
+	}
+	sf := a.def.SubFlow
+	for j, fp := range proc.FormalParameters {
+		if j >= len(sf.ActualParameters) || fp.Mode == xpdl.ModeIn {
+			continue
+		}
+		sv, ok := stored[fp.ID]
+		if !ok {
+			continue
+		}
+		v, err := decodeVariable(sv)
+		if err != nil {
+			return err
+		}
+		if err := r.setVariable(strings.TrimSpace(sf.ActualParameters[j].Text), v); err != nil {
+			if isStoreError(err) {
+				return err
+			}
+			return r.fail(a, fmt.Sprintf("subflow %s: OUT parameter %s: %v", proc.ID, fp.ID, err))
+		}
+	}
+	return r.complete(a, "")
+}

@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// Variable values in Go, by XPDL basic type:
+//
+//	STRING, REFERENCE, PERFORMER   string
+//	INTEGER                        int64
+//	FLOAT                          float64
+//	BOOLEAN                        bool
+//	DATETIME, DATE, TIME           string (as written, e.g. RFC 3339)
+//	anything else                  any JSON value (declared, record,
+//	                               enumeration, array, external types)
+//
+// A data field without an InitialValue starts at its type's zero value
+// ("" for strings, 0, false) so that conditions of real files such as
+// status.equals("ok") can run before anyone set it; other types start
+// as nil.
+
+// varType is the declared type of one variable of a process.
+type varType struct {
+	basic xpdl.BasicType // "" when not a basic type
+	array bool
+	enum  []string
+}
+
+func typeOf(dt xpdl.DataType, isArray bool) varType {
+	vt := varType{array: isArray}
+	switch dt.Kind {
+	case xpdl.TypeBasic:
+		vt.basic = dt.Basic
+	case xpdl.TypeEnumeration:
+		vt.enum = dt.Enum
+	}
+	return vt
+}
+
+// name is the type as stored and reported.
+func (vt varType) name() string {
+	switch {
+	case vt.array:
+		return "ARRAY"
+	case vt.basic != "":
+		return string(vt.basic)
+	case vt.enum != nil:
+		return "ENUMERATION"
+	}
+	return "JSON"
+}
+
+// zero is the value of a variable nobody set.
+func (vt varType) zero() any {
+	if vt.array {
+		return nil
+	}
+	switch vt.basic {
+	case xpdl.BasicString, xpdl.BasicReference, xpdl.BasicPerformer:
+		return ""
+	case xpdl.BasicInteger:
+		return int64(0)
+	case xpdl.BasicFloat:
+		return float64(0)
+	case xpdl.BasicBoolean:
+		return false
+	}
+	return nil
+}
+
+// coerce checks v against the type and returns it in its canonical Go
+// form. Numbers may come as any Go integer or float kind (JavaScript and
+// JSON give float64); an INTEGER must be integral.
+func (vt varType) coerce(name string, v any) (any, error) {
+	bad := func() (any, error) {
+		return nil, &VariableError{Name: name, Want: vt.name(), Value: v, kind: ErrWrongType}
+	}
+	if v == nil {
+		return nil, nil
+	}
+	if vt.array {
+		if _, ok := v.([]any); ok {
+			return v, nil
+		}
+		data, err := json.Marshal(v)
+		if err != nil || len(data) == 0 || data[0] != '[' {
+			return bad()
+		}
+		return v, nil
+	}
+	if vt.enum != nil {
+		s, ok := v.(string)
+		if !ok {
+			return bad()
+		}
+		for _, e := range vt.enum {
+			if e == s {
+				return s, nil
+			}
+		}
+		return bad()
+	}
+	switch vt.basic {
+	case xpdl.BasicString, xpdl.BasicReference, xpdl.BasicPerformer,
+		xpdl.BasicDateTime, xpdl.BasicDate, xpdl.BasicTime:
+		switch s := v.(type) {
+		case string:
+			return s, nil
+		case time.Time:
+			if vt.basic == xpdl.BasicString || vt.basic == xpdl.BasicReference || vt.basic == xpdl.BasicPerformer {
+				return bad()
+			}
+			return s.Format(time.RFC3339Nano), nil
+		}
+		return bad()
+	case xpdl.BasicBoolean:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		return bad()
+	case xpdl.BasicInteger:
+		if i, ok := v.(int64); ok {
+			return i, nil
+		}
+		f, ok := number(v)
+		if !ok || f != math.Trunc(f) || math.IsInf(f, 0) {
+			return bad()
+		}
+		return int64(f), nil
+	case xpdl.BasicFloat:
+		if f, ok := number(v); ok {
+			return f, nil
+		}
+		return bad()
+	}
+	return v, nil
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case float32:
+		return float64(n), true
+	case float64:
+		return n, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// parseText reads a value written as text: an InitialValue, or NAME=VALUE
+// on the command line. Strings are taken as written (surrounding double
+// quotes, which some exporters add, are removed); other types are parsed.
+func (vt varType) parseText(name, text string) (any, error) {
+	bad := func() (any, error) {
+		return nil, &VariableError{Name: name, Want: vt.name(), Value: text, kind: ErrWrongType}
+	}
+	t := strings.TrimSpace(text)
+	if vt.array || (vt.basic == "" && vt.enum == nil) {
+		if t == "" {
+			return nil, nil
+		}
+		var v any
+		if err := json.Unmarshal([]byte(t), &v); err != nil {
+			return text, nil // free text for a declared type: keep it
+		}
+		return v, nil
+	}
+	switch vt.basic {
+	case xpdl.BasicInteger:
+		if t == "" {
+			return vt.zero(), nil
+		}
+		i, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			f, ferr := strconv.ParseFloat(t, 64)
+			if ferr != nil || f != math.Trunc(f) {
+				return bad()
+			}
+			i = int64(f)
+		}
+		return i, nil
+	case xpdl.BasicFloat:
+		if t == "" {
+			return vt.zero(), nil
+		}
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil {
+			return bad()
+		}
+		return f, nil
+	case xpdl.BasicBoolean:
+		switch strings.ToLower(t) {
+		case "":
+			return false, nil
+		case "true", "1", "yes":
+			return true, nil
+		case "false", "0", "no":
+			return false, nil
+		}
+		return bad()
+	}
+	if len(t) >= 2 && t[0] == '"' && t[len(t)-1] == '"' {
+		text = t[1 : len(t)-1]
+	}
+	return vt.coerce(name, text)
+}
+
+// decl is one variable a process instance has.
+type decl struct {
+	name string
+	typ  varType
+	// initial is the InitialValue text; hasInitial says it was written.
+	initial    string
+	hasInitial bool
+}
+
+// declarations lists the variables of a process instance: the package's
+// data fields, then the process's formal parameters and data fields
+// (later ones win on a name clash, as the process scope is innermost).
+func declarations(pkg *xpdl.Package, proc *xpdl.Process) map[string]decl {
+	out := make(map[string]decl)
+	for _, df := range pkg.DataFields {
+		out[df.ID] = decl{name: df.ID, typ: typeOf(df.Type, df.IsArray), initial: df.InitialValue, hasInitial: df.HasInitialValue}
+	}
+	for _, fp := range proc.FormalParameters {
+		out[fp.ID] = decl{name: fp.ID, typ: typeOf(fp.Type, fp.IsArray)}
+	}
+	for _, df := range proc.DataFields {
+		out[df.ID] = decl{name: df.ID, typ: typeOf(df.Type, df.IsArray), initial: df.InitialValue, hasInitial: df.HasInitialValue}
+	}
+	return out
+}
+
+// initialValues returns every variable's starting value, with the given
+// values applied on top. A name that is not declared, or a value of the
+// wrong type, is refused.
+func initialValues(decls map[string]decl, given map[string]any) (map[string]any, error) {
+	vals := make(map[string]any, len(decls))
+	for name, d := range decls {
+		v := d.typ.zero()
+		if d.hasInitial {
+			parsed, err := d.typ.parseText(name, d.initial)
+			if err == nil {
+				v = parsed
+			}
+		}
+		vals[name] = v
+	}
+	for name, v := range given {
+		d, ok := decls[name]
+		if !ok {
+			return nil, &VariableError{Name: name, Value: v, kind: ErrUnknownVariable}
+		}
+		c, err := d.typ.coerce(name, v)
+		if err != nil {
+			return nil, err
+		}
+		vals[name] = c
+	}
+	return vals, nil
+}
+
+func encodeVariable(instance int64, name string, typ varType, v any) (store.Variable, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return store.Variable{}, fmt.Errorf("variable %q: encode: %w", name, err)
+	}
+	return store.Variable{ProcessInstanceID: instance, Name: name, Type: typ.name(), Value: data}, nil
+}
+
+// decodeVariable reads a stored value back into its Go form.
+func decodeVariable(v store.Variable) (any, error) {
+	if len(v.Value) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(v.Value))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("variable %q: decode: %w", v.Name, err)
+	}
+	switch v.Type {
+	case string(xpdl.BasicInteger):
+		if n, ok := out.(json.Number); ok {
+			return n.Int64()
+		}
+	case string(xpdl.BasicFloat):
+		if n, ok := out.(json.Number); ok {
+			return n.Float64()
+		}
+	}
+	return plainNumbers(out), nil
+}
+
+// plainNumbers turns json.Number inside decoded JSON into int64 or
+// float64.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = plainNumbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = plainNumbers(x[k])
+		}
+	}
+	return v
+}
