@@ -20,6 +20,11 @@
 //     instance that has not finished, or another join holding arrivals.
 //     Paths that died (a split that did not choose them) are thereby
 //     eliminated rather than waited for.
+//
+// A branch whose split chooses no transition simply ends (implicit
+// termination, workflow pattern 11); the flow is Done when nothing is
+// alive and nothing waits at a join, and Locked when arrivals wait at a
+// join that can never fire.
 package flow
 
 import (
@@ -246,8 +251,8 @@ func (tk *Tokens) Arrive(sc Scope, t *xpdl.Transition) bool {
 }
 
 // DeadEnd records that activity a of scope sc completed and none of its
-// outgoing transitions could fire. A flow with a dead end is deadlocked
-// once nothing else in it is alive.
+// outgoing transitions could fire. Settle names dead ends in the
+// diagnosis of a deadlock, as the branches a join lost.
 func (tk *Tokens) DeadEnd(sc Scope, a *xpdl.Activity) {
 	tk.DeadEnds = append(tk.DeadEnds, sc.key(a.ID))
 }
@@ -304,7 +309,7 @@ const (
 	// Done: nothing is alive and nothing waits; the flow has finished.
 	Done
 	// Locked: nothing is alive, but arrivals wait at a join that can never
-	// fire, or an activity completed with no successor: a deadlock.
+	// fire: a deadlock.
 	Locked
 )
 
@@ -314,7 +319,10 @@ const (
 // arrival (returning their activity ids, in a stable order, with their
 // arrivals consumed), and reports the flow's outcome; for Locked, a
 // diagnosis naming the joins that can never fire, the transitions they
-// still wait for, and the dead ends.
+// still wait for, and the branches that ended without a successor (dead
+// ends). Dead ends alone do not lock a flow: a branch whose split chose
+// no transition ends there (implicit termination), and the flow is Done
+// once nothing else is alive and nothing waits.
 func (tk *Tokens) Settle(sc Scope, live []string) (starts []string, outcome Outcome, diagnosis string) {
 	alive := make(map[string]bool, len(live))
 	for _, id := range live {
@@ -349,7 +357,9 @@ func (tk *Tokens) Settle(sc Scope, live []string) (starts []string, outcome Outc
 			dead = append(dead, activityOf(key))
 		}
 	}
-	if len(waiting) == 0 && len(dead) == 0 {
+	if len(waiting) == 0 {
+		// Branches that ended without a successor terminated
+		// implicitly (workflow pattern 11): nothing waits for them.
 		return nil, Done, ""
 	}
 	return nil, Locked, tk.diagnose(sc, waiting, dead)
@@ -445,7 +455,7 @@ func (tk *Tokens) diagnose(sc Scope, waiting, dead []string) string {
 			j.Join.Type, j.ID, orNone(lack), orNone(have)))
 	}
 	for _, id := range dead {
-		parts = append(parts, fmt.Sprintf("no successor of activity %s could fire", id))
+		parts = append(parts, fmt.Sprintf("branch lost at %s: no successor could fire", id))
 	}
 	return strings.Join(parts, "; ")
 }

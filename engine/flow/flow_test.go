@@ -187,11 +187,17 @@ func TestNavigation(t *testing.T) {
 			diag:    "AND-join D can never fire: it waits for t4 from C (arrived: t3 from B)",
 		},
 		{
-			name:    "DeadEndLocks",
+			name:    "DeadEndTerminatesImplicitly",
 			src:     xpdltest.Graph("A:/xor B C", "A>B?no", "A>C?no"),
 			started: map[string]int{"A": 1},
+			outcome: flow.Done,
+		},
+		{
+			name:    "DeadEndNamedWhenAJoinLostIt",
+			src:     xpdltest.Graph("A:/and B:/xor C D:and", "A>B", "A>C", "B>D?no", "C>D"),
+			started: map[string]int{"A": 1, "B": 1, "C": 1},
 			outcome: flow.Locked,
-			diag:    "no successor of activity A could fire",
+			diag:    "AND-join D can never fire: it waits for t3 from B (arrived: t4 from C); branch lost at B: no successor could fire",
 		},
 		{
 			name: "LoopThroughXorJoin",
