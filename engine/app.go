@@ -102,9 +102,10 @@ var ErrNoApplication = errors.New("no application registered")
 // JavaScriptToolAgentClass is the Shark tool agent whose convention the
 // built-in JavaScript agent follows: the ExtendedAttribute "Script" holds
 // the script, formal parameters are its variables, and OUT/INOUT
-// parameters are read back after it ran. Classes whose name ends in
-// "JavaScriptToolAgent" or "BshToolAgent" (BeanShell scripts of the
-// simple, JavaScript-compatible kind real files use) run on it.
+// parameters are read back after it ran. Every class whose name ends in
+// "JavaScriptToolAgent" runs on it. BeanShell (BshToolAgent) scripts are
+// Java and do not: bind them with RegisterToolAgent, or let them run as
+// no-ops (NoOpUnboundApplications).
 const JavaScriptToolAgentClass = "org.enhydra.shark.toolagent.JavaScriptToolAgent"
 
 // RegisterApplication binds fn to the XPDL Application id. It takes
@@ -140,7 +141,7 @@ func (e *Engine) resolve(app *xpdl.Application, class string) (ApplicationFunc, 
 				return fn, true
 			}
 		}
-		if strings.HasSuffix(class, "JavaScriptToolAgent") || strings.HasSuffix(class, "BshToolAgent") {
+		if strings.HasSuffix(class, "JavaScriptToolAgent") {
 			return e.javaScriptAgent, true
 		}
 	}
