@@ -302,42 +302,115 @@ type Flow struct {
 	Activities  []*Activity
 	Transitions []*Transition
 
-	activityByID   map[string]*Activity
+	// activityIndex maps an id to the index in Activities of the first
+	// activity with it.
+	activityIndex  map[string]int
 	transitionByID map[string]*Transition
-	outgoing       map[string][]*Transition
-	incoming       map[string][]*Transition
+	// out and in hold, by activity index, the transitions leaving and
+	// entering the activity, in document order; strayOut and strayIn hold
+	// those of ids that name no activity of the flow (nil when none do).
+	out, in           [][]*Transition
+	strayOut, strayIn map[string][]*Transition
+	// ends holds, by transition index, the indexes of the activities a
+	// transition leaves and enters, -1 for an id that names none.
+	ends []transitionEnds
 }
 
+type transitionEnds struct{ from, to int }
+
 // Activity returns the activity with the given id in this scope, or nil.
-func (f *Flow) Activity(id string) *Activity { return f.activityByID[id] }
+func (f *Flow) Activity(id string) *Activity {
+	if i, ok := f.activityIndex[id]; ok {
+		return f.Activities[i]
+	}
+	return nil
+}
 
 // Transition returns the transition with the given id in this scope, or nil.
 func (f *Flow) Transition(id string) *Transition { return f.transitionByID[id] }
 
 // Outgoing returns the transitions leaving the activity, in document order.
-func (f *Flow) Outgoing(activityID string) []*Transition { return f.outgoing[activityID] }
+func (f *Flow) Outgoing(activityID string) []*Transition {
+	if i, ok := f.activityIndex[activityID]; ok {
+		return f.out[i]
+	}
+	return f.strayOut[activityID]
+}
 
 // Incoming returns the transitions entering the activity, in document order.
-func (f *Flow) Incoming(activityID string) []*Transition { return f.incoming[activityID] }
+func (f *Flow) Incoming(activityID string) []*Transition {
+	if i, ok := f.activityIndex[activityID]; ok {
+		return f.in[i]
+	}
+	return f.strayIn[activityID]
+}
 
 // index builds the lookup tables; the first of several duplicates wins.
+// The transition lists of all activities share one array (see carve).
 func (f *Flow) index() {
-	f.activityByID = make(map[string]*Activity, len(f.Activities))
+	f.activityIndex = make(map[string]int, len(f.Activities))
 	f.transitionByID = make(map[string]*Transition, len(f.Transitions))
-	f.outgoing = make(map[string][]*Transition)
-	f.incoming = make(map[string][]*Transition)
-	for _, a := range f.Activities {
-		if _, dup := f.activityByID[a.ID]; !dup {
-			f.activityByID[a.ID] = a
+	for i, a := range f.Activities {
+		if _, dup := f.activityIndex[a.ID]; !dup {
+			f.activityIndex[a.ID] = i
 		}
 	}
-	for _, t := range f.Transitions {
+	f.ends = make([]transitionEnds, len(f.Transitions))
+	outs, ins := make([]int, len(f.Activities)), make([]int, len(f.Activities))
+	for k, t := range f.Transitions {
 		if _, dup := f.transitionByID[t.ID]; !dup {
 			f.transitionByID[t.ID] = t
 		}
-		f.outgoing[t.From] = append(f.outgoing[t.From], t)
-		f.incoming[t.To] = append(f.incoming[t.To], t)
+		e := transitionEnds{from: -1, to: -1}
+		if i, ok := f.activityIndex[t.From]; ok {
+			e.from = i
+			outs[i]++
+		} else {
+			f.strayOut = appendStray(f.strayOut, t.From, t)
+		}
+		if i, ok := f.activityIndex[t.To]; ok {
+			e.to = i
+			ins[i]++
+		} else {
+			f.strayIn = appendStray(f.strayIn, t.To, t)
+		}
+		f.ends[k] = e
 	}
+	f.out, f.in = carve[*Transition](outs), carve[*Transition](ins)
+	for k, t := range f.Transitions {
+		if e := f.ends[k]; e.from >= 0 {
+			f.out[e.from] = append(f.out[e.from], t)
+		}
+		if e := f.ends[k]; e.to >= 0 {
+			f.in[e.to] = append(f.in[e.to], t)
+		}
+	}
+}
+
+// carve returns empty lists with room for counts[i] items each, cut from
+// one array, each with no room to append into the next; lists with a
+// count of 0 are nil.
+func carve[T any](counts []int) [][]T {
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	all := make([]T, total)
+	lists := make([][]T, len(counts))
+	for i, c := range counts {
+		if c > 0 {
+			lists[i], all = all[:0:c], all[c:]
+		}
+	}
+	return lists
+}
+
+func appendStray(m map[string][]*Transition, id string, t *Transition) map[string][]*Transition {
+	if m == nil {
+		m = make(map[string][]*Transition)
+	}
+	m[id] = append(m[id], t)
+	return m
 }
 
 // ActivityKind says what an activity does when it runs.

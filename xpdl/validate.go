@@ -304,6 +304,11 @@ func (v *validator) checkProcess(proc *Process) {
 	for _, s := range proc.ActivitySets {
 		sets.add("activity set", s.ID, s.Pos)
 	}
+	nActs, nTrans := 0, 0
+	for _, f := range proc.Flows() {
+		nActs, nTrans = nActs+len(f.Activities), nTrans+len(f.Transitions)
+	}
+	acts.first, trans.first = make(map[string]Pos, nActs), make(map[string]Pos, nTrans)
 	for _, f := range proc.Flows() {
 		for _, a := range f.Activities {
 			acts.add("activity", a.ID, a.Pos)
@@ -326,7 +331,8 @@ func (v *validator) checkProcess(proc *Process) {
 }
 
 func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
-	ids := []string{a.ID}
+	// Problems' id lists are built when reported: most activities have
+	// none, and a list made up front is an allocation for each.
 	for _, p := range a.Performers {
 		if !v.isParticipant(sc, p) && !isVariable(sc, p) && isIdentifier(p) {
 			v.errorf(a.Pos, "unknown-performer", []string{a.ID, p}, "activity %q: performer %q is not a declared participant", a.ID, p)
@@ -347,9 +353,9 @@ func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
 		}
 	case ActivityScript:
 		if a.Script == nil || strings.TrimSpace(a.Script.Text) == "" {
-			v.errorf(a.Pos, "script", ids, "activity %q: script task has no script", a.ID)
+			v.errorf(a.Pos, "script", []string{a.ID}, "activity %q: script task has no script", a.ID)
 		} else if a.Script.Language() != LanguageJavaScript {
-			v.errorf(a.Script.Pos, "script-language", ids, "activity %q: script language %q is not supported (JavaScript is)", a.ID, a.Script.Grammar)
+			v.errorf(a.Script.Pos, "script-language", []string{a.ID}, "activity %q: script language %q is not supported (JavaScript is)", a.ID, a.Script.Grammar)
 		}
 	case ActivitySubFlow:
 		v.checkSubFlow(sc, a)
@@ -360,7 +366,7 @@ func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
 	}
 	for _, g := range []Gateway{a.Join, a.Split} {
 		if g.Type == GatewayComplex {
-			v.errorf(g.Pos, "unsupported", ids, "activity %q: Complex gateways are not supported", a.ID)
+			v.errorf(g.Pos, "unsupported", []string{a.ID}, "activity %q: Complex gateways are not supported", a.ID)
 		}
 	}
 	v.checkDeadlines(f, a)
@@ -588,7 +594,6 @@ func (v *validator) checkLoop(a *Activity) {
 func (v *validator) checkTransitions(proc *Process, f *Flow) {
 	otherwise, defaultException := map[string]int{}, map[string]int{}
 	for _, t := range f.Transitions {
-		ids := []string{t.ID}
 		for _, end := range []string{t.From, t.To} {
 			if f.Activity(end) != nil {
 				continue
@@ -610,9 +615,9 @@ func (v *validator) checkTransitions(proc *Process, f *Flow) {
 			}
 			switch c.Expression.Language() {
 			case LanguageOther:
-				v.errorf(c.Pos, "script-language", ids, "transition %q: condition language %q is not supported (JavaScript is)", t.ID, c.Expression.Grammar)
+				v.errorf(c.Pos, "script-language", []string{t.ID}, "transition %q: condition language %q is not supported (JavaScript is)", t.ID, c.Expression.Grammar)
 			case LanguageText:
-				v.warnf(c.Pos, "free-text-condition", ids, "transition %q: condition %q is free text, not evaluated; the transition is taken as unconditional", t.ID, c.Expression.Text)
+				v.warnf(c.Pos, "free-text-condition", []string{t.ID}, "transition %q: condition %q is free text, not evaluated; the transition is taken as unconditional", t.ID, c.Expression.Text)
 			}
 		case ConditionOtherwise:
 			otherwise[t.From]++

@@ -34,26 +34,25 @@ func (v *validator) checkGraphs(proc *Process) {
 // transitions whose ends are unknown left out (they are reported apart).
 type graph struct {
 	acts []*Activity
-	idx  map[string]int
+	idx  map[string]int // the flow's: id to the first activity with it
 	succ [][]int
 	pred [][]int
 }
 
 func newGraph(f *Flow) *graph {
-	g := &graph{acts: f.Activities, idx: make(map[string]int, len(f.Activities))}
-	for i, a := range f.Activities {
-		if _, dup := g.idx[a.ID]; !dup {
-			g.idx[a.ID] = i
+	g := &graph{acts: f.Activities, idx: f.activityIndex}
+	outs, ins := make([]int, len(f.Activities)), make([]int, len(f.Activities))
+	for _, e := range f.ends {
+		if e.from >= 0 && e.to >= 0 {
+			outs[e.from]++
+			ins[e.to]++
 		}
 	}
-	g.succ = make([][]int, len(f.Activities))
-	g.pred = make([][]int, len(f.Activities))
-	for _, t := range f.Transitions {
-		from, ok1 := g.idx[t.From]
-		to, ok2 := g.idx[t.To]
-		if ok1 && ok2 {
-			g.succ[from] = append(g.succ[from], to)
-			g.pred[to] = append(g.pred[to], from)
+	g.succ, g.pred = carve[int](outs), carve[int](ins)
+	for _, e := range f.ends {
+		if e.from >= 0 && e.to >= 0 {
+			g.succ[e.from] = append(g.succ[e.from], e.to)
+			g.pred[e.to] = append(g.pred[e.to], e.from)
 		}
 	}
 	return g
@@ -67,14 +66,17 @@ func isBoundary(a *Activity) bool { return a.Event != nil && a.Event.Target != "
 // boundary events count as reachable once their target is.
 func (g *graph) reach(from []int, next [][]int, attach bool) []bool {
 	seen := make([]bool, len(g.acts))
-	queue := append([]int(nil), from...)
+	// Every node enters the queue once (from aside), so it never grows;
+	// head is where the unvisited part starts.
+	queue := make([]int, 0, len(g.acts)+len(from))
+	queue = append(queue, from...)
 	for _, i := range from {
 		seen[i] = true
 	}
-	for {
-		for len(queue) > 0 {
-			n := queue[0]
-			queue = queue[1:]
+	for head := 0; ; {
+		for head < len(queue) {
+			n := queue[head]
+			head++
 			for _, m := range next[n] {
 				if !seen[m] {
 					seen[m] = true
@@ -156,15 +158,32 @@ func (v *validator) checkFlowGraph(f *Flow, scope, scopeID string, pos Pos, decl
 // canEnd marks the activities from which some end activity is reachable.
 // An activity with a boundary event can also end through that event.
 func (g *graph) canEnd(ends []int) []bool {
-	back := make([][]int, len(g.acts))
-	for i := range g.acts {
-		back[i] = append(back[i], g.pred[i]...)
-	}
+	// back is pred, plus an edge from each boundary event to its target.
+	targets := make([]int, len(g.acts))
+	attached := false
 	for i, a := range g.acts {
+		targets[i] = -1
 		if isBoundary(a) {
 			if t, ok := g.idx[a.Event.Target]; ok {
-				back[i] = append(back[i], t)
+				targets[i], attached = t, true
 			}
+		}
+	}
+	if !attached {
+		return g.reach(ends, g.pred, false)
+	}
+	counts := make([]int, len(g.acts))
+	for i := range g.acts {
+		counts[i] = len(g.pred[i])
+		if targets[i] >= 0 {
+			counts[i]++
+		}
+	}
+	back := carve[int](counts)
+	for i := range g.acts {
+		back[i] = append(back[i], g.pred[i]...)
+		if targets[i] >= 0 {
+			back[i] = append(back[i], targets[i])
 		}
 	}
 	return g.reach(ends, back, false)
@@ -354,20 +373,19 @@ func (g *graph) topoOrder() []int {
 	for i := range g.acts {
 		indeg[i] = len(g.pred[i])
 	}
-	var order, queue []int
+	// order doubles as the queue: the nodes from head on are yet to visit.
+	order := make([]int, 0, n)
 	for i := range g.acts {
 		if indeg[i] == 0 {
-			queue = append(queue, i)
+			order = append(order, i)
 		}
 	}
-	for len(queue) > 0 {
-		node := queue[0]
-		queue = queue[1:]
-		order = append(order, node)
+	for head := 0; head < len(order); head++ {
+		node := order[head]
 		for _, s := range g.succ[node] {
 			indeg[s]--
 			if indeg[s] == 0 {
-				queue = append(queue, s)
+				order = append(order, s)
 			}
 		}
 	}
