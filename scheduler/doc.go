@@ -1,0 +1,44 @@
+// Package scheduler is the executor of goxpdl's dispatch core: it takes
+// events off the bus (it is an eventbus.Sink), keeps a mailbox per process
+// instance, and runs a Handler for each event on one of two goroutine
+// pools (github.com/panjf2000/ants/v2).
+//
+// # Rules
+//
+//   - Events of one process instance (Event.ProcessInstanceID) are handled
+//     one at a time, in Event.ID order: each instance has a mailbox, ordered
+//     and deduplicated by ID. Different instances run in parallel. Events
+//     with ProcessInstanceID 0 belong to no instance and are not serialised
+//     with each other.
+//   - A mailbox that becomes runnable goes to the critical pool when its
+//     next event is Critical (process control: terminate, suspend, resume,
+//     deadlines, recovery) and to the normal pool otherwise (activity work,
+//     application calls), so a flood of slow application calls never
+//     delays a terminate. The choice is made when the mailbox is queued for
+//     a pool; an event with a lower ID that arrives later runs where its
+//     mailbox was sent.
+//   - Deliver never blocks on the pools: each pool has a run queue and a
+//     feeder goroutine that submits to the pool, and only the feeder waits
+//     when the pool is busy.
+//   - Duplicates are dropped: an event whose ID is queued or running in its
+//     mailbox, or was handled successfully by this scheduler recently, is
+//     not handled again. A mailbox remembers its last successful IDs while
+//     it lives; idle mailboxes are kept, with their memory, up to a bound.
+//     This is a first line only: after a restart or on another node the
+//     same event can be handled again (the bus delivers at least once), and
+//     the handler must recognise events it has already applied.
+//   - A Handler error is logged and counted, and the event is dropped from
+//     its mailbox: it stays unprocessed in the outbox and the bus's poller
+//     delivers it again once its lease expires (or when the handler
+//     scheduled a retry with store.Tx.RetryEvent). A Handler panic is
+//     recovered, logged with its stack and counted the same way; it never
+//     kills a worker or the process.
+//
+// # Lifecycle
+//
+// New, Start, then Deliver (the bus calls it); Stop drains. Events
+// delivered before Start wait for it. Handlers receive a ctx derived from
+// Start's ctx that is cancelled only on a hard stop: when Stop's ctx ends
+// before the drain has finished, or when Start's ctx is cancelled. The
+// Scheduler owns its pools and goroutines; Stop releases them and waits.
+package scheduler
