@@ -139,7 +139,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	st, err := gormstore.New(cfg.DB)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if !cfg.SkipMigrate {
 		if err := st.Migrate(context.Background()); err != nil {
@@ -148,7 +148,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	defs, err := lru.New[int64, *deployment](cfg.DefinitionCacheSize)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e := &Engine{
 		cfg:    cfg,
@@ -168,7 +168,7 @@ func New(cfg Config) (*Engine, error) {
 		Logger:          cfg.Logger,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e.bus, err = eventbus.New(eventbus.Config{
 		Store:        e.store,
@@ -179,7 +179,7 @@ func New(cfg Config) (*Engine, error) {
 		Logger:       cfg.Logger,
 	}, e.sched)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return e, nil
 }

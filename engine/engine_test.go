@@ -176,7 +176,7 @@ func TestApplications(t *testing.T) {
 		})
 		h.start()
 
-		t.Run("OutParametersAndHostWrites", func(t *testing.T) {
+		t.Run("OutParametersAndHostWrites", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			h.deploy(toolPackage("tools", tool("A", "double", "x", "x")+tool("B", "inc", "x"), xpdltest.Transition("t1", "A>B")))
 			id := h.startProcess("tools", "", map[string]any{"x": 21})
 			h.requireState(id, wftype.ProcessCompleted)
@@ -189,7 +189,7 @@ func TestApplications(t *testing.T) {
 			require.Equal(t, []string{calls[0].IdempotencyKey}, keys, "the host's write committed with the step")
 		})
 
-		t.Run("RetryableThenException", func(t *testing.T) {
+		t.Run("RetryableThenException", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			h.deploy(toolPackage("exc",
 				tool("Exc", "risky")+xpdltest.Activity("Normal", "<Route/>", "", "")+xpdltest.Activity("Handler", "<Route/>", "", ""),
 				xpdltest.Transition("t1", "Exc>Normal")+xpdltest.Transition("t2", "Exc>Handler!exception=Overdrawn")))
@@ -199,7 +199,7 @@ func TestApplications(t *testing.T) {
 			require.Equal(t, int64(2), riskyCalls.Load(), "the retryable failure was retried")
 		})
 
-		t.Run("FatalGoesAbnormal", func(t *testing.T) {
+		t.Run("FatalGoesAbnormal", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			h.deploy(toolPackage("fatal", tool("Fatal", "risky")+xpdltest.Activity("B", "<Route/>", "", ""), xpdltest.Transition("t1", "Fatal>B")))
 			id := h.startProcess("fatal", "", nil)
 			h.requireState(id, wftype.ProcessRunning)
@@ -210,7 +210,7 @@ func TestApplications(t *testing.T) {
 			require.Contains(t, acts[0].Diagnosis, "disk on fire")
 		})
 
-		t.Run("UnboundApplicationIsFatalByDefault", func(t *testing.T) {
+		t.Run("UnboundApplicationIsFatalByDefault", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			src := strings.ReplaceAll(toolPackage("unbound", tool("A", "nobody"), ""), `<Application Id="risky"/>`, `<Application Id="nobody"/>`)
 			h.deploy(src)
 			id := h.startProcess("unbound", "", nil)
@@ -276,7 +276,7 @@ func TestAdministration(t *testing.T) {
 		h := newHarness(t, db).start()
 		h.deploy(manual)
 
-		t.Run("SuspendResume", func(t *testing.T) {
+		t.Run("SuspendResume", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			id := h.startProcess("pkg", "", nil)
 			items := h.openItems(id)
 			require.Len(t, items, 1)
@@ -294,7 +294,7 @@ func TestAdministration(t *testing.T) {
 			require.ErrorIs(t, h.e.Terminate(h.ctx, id), engine.ErrInstanceFinished)
 		})
 
-		t.Run("TerminateWithdrawsWorkItems", func(t *testing.T) {
+		t.Run("TerminateWithdrawsWorkItems", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			id := h.startProcess("pkg", "", nil)
 			items := h.openItems(id)
 			require.Len(t, items, 1)
@@ -305,13 +305,13 @@ func TestAdministration(t *testing.T) {
 			require.ErrorIs(t, h.e.Resume(h.ctx, id), engine.ErrInstanceFinished)
 		})
 
-		t.Run("UnknownInstance", func(t *testing.T) {
+		t.Run("UnknownInstance", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			require.ErrorIs(t, h.e.Suspend(h.ctx, 424242), engine.ErrNotFound)
 			_, err := h.e.Instance(h.ctx, 424242)
 			require.ErrorIs(t, err, engine.ErrNotFound)
 		})
 
-		t.Run("History", func(t *testing.T) {
+		t.Run("History", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			id := h.startProcess("pkg", "", nil)
 			h.completeAll()
 			h.requireState(id, wftype.ProcessCompleted)

@@ -45,7 +45,7 @@ type VariableError struct {
 }
 
 func (e *VariableError) Error() string {
-	if e.kind == ErrUnknownVariable {
+	if errors.Is(e.kind, ErrUnknownVariable) {
 		return fmt.Sprintf("variable %q: not a data field or formal parameter of the process", e.Name)
 	}
 	return fmt.Sprintf("variable %q: %v (%T) is not a valid %s", e.Name, e.Value, e.Value, e.Want)

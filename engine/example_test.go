@@ -52,7 +52,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	if sqlDB, err := db.DB(); err == nil {
-		defer sqlDB.Close()
+		defer func() { _ = sqlDB.Close() }()
 	}
 	e, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

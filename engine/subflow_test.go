@@ -45,7 +45,7 @@ func TestSubflows(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newHarness(t, db).start()
 
-		t.Run("SynchrMapsParameters", func(t *testing.T) {
+		t.Run("SynchrMapsParameters", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			src := xpdltest.PackageWith(calcApp, xpdltest.Process("main", "",
 				subflowActivity("Call", "SYNCHR")+xpdltest.Activity("After", "<Route/>", "", ""),
 				xpdltest.Transition("t1", "Call>After"))+child)
@@ -60,7 +60,7 @@ func TestSubflows(t *testing.T) {
 			require.Equal(t, string(wftype.ProcessCompleted), kids[0].State)
 		})
 
-		t.Run("AsynchrDoesNotWait", func(t *testing.T) {
+		t.Run("AsynchrDoesNotWait", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			src := xpdltest.PackageWith(calcApp, xpdltest.Process("main", "",
 				subflowActivity("Call", "ASYNCHR")+xpdltest.Activity("After", "<Route/>", "", ""),
 				xpdltest.Transition("t1", "Call>After"))+child)
@@ -74,7 +74,7 @@ func TestSubflows(t *testing.T) {
 			require.Equal(t, string(wftype.ProcessCompleted), kids[0].State)
 		})
 
-		t.Run("TerminatedChildLeavesParentActivityAbnormal", func(t *testing.T) {
+		t.Run("TerminatedChildLeavesParentActivityAbnormal", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			manualChild := xpdltest.Process("child", "", xpdltest.Activity("Wait",
 				`<Implementation><No/></Implementation><Performer>clerk</Performer>`, "", ""), "")
 			src := xpdltest.Package(xpdltest.Process("main", "",
@@ -97,7 +97,7 @@ func TestSubflows(t *testing.T) {
 			h.requireState(id, wftype.ProcessTerminated)
 		})
 
-		t.Run("TerminatingParentTerminatesChild", func(t *testing.T) {
+		t.Run("TerminatingParentTerminatesChild", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			id := h.startProcess("pkg", "main", nil)
 			h.idle()
 			kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})

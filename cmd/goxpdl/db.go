@@ -23,7 +23,7 @@ func openDB(dsn string) (*gorm.DB, func(), error) {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		path := strings.TrimPrefix(dsn, "sqlite:")
 		if path == "" {
-			return nil, nil, fmt.Errorf("--db %q: no file after sqlite:", dsn)
+			return nil, nil, fmt.Errorf("--db %q: sqlite needs a file path", dsn)
 		}
 		db, err = gormstore.OpenSQLite(path)
 	case strings.HasPrefix(dsn, "mysql://"):

@@ -225,7 +225,7 @@ func TestAndJoinCountsArrivalsPerTransition(t *testing.T) {
 	p := process(t, xpdltest.Graph("A:/and B C D:and", "A>B", "A>C", "B>D", "C>D"))
 	sc := flow.Scope{Flow: &p.Flow}
 	var tk flow.Tokens
-	b, c := p.Flow.Transition("t3"), p.Flow.Transition("t4")
+	b, c := p.Transition("t3"), p.Transition("t4")
 	require.False(t, tk.Arrive(sc, b))
 	require.False(t, tk.Arrive(sc, b), "a second arrival on the same input does not complete the join")
 	require.True(t, tk.Arrive(sc, c))
@@ -238,8 +238,8 @@ func TestScopesAreSeparate(t *testing.T) {
 	p := process(t, xpdltest.Graph("A:/and B C D:and", "A>B", "A>C", "B>D", "C>D"))
 	one, two := flow.Scope{Flow: &p.Flow, Block: 1}, flow.Scope{Flow: &p.Flow, Block: 2}
 	var tk flow.Tokens
-	require.False(t, tk.Arrive(one, p.Flow.Transition("t3")))
-	require.False(t, tk.Arrive(two, p.Flow.Transition("t4")), "an arrival in another block run does not count")
+	require.False(t, tk.Arrive(one, p.Transition("t3")))
+	require.False(t, tk.Arrive(two, p.Transition("t4")), "an arrival in another block run does not count")
 	_, out, _ := tk.Settle(two, nil)
 	require.Equal(t, flow.Locked, out)
 	tk.Clear(two)
