@@ -1,6 +1,7 @@
 package eventbus
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -139,9 +140,9 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 		store:        cfg.Store,
 		clock:        cfg.Clock,
 		owner:        cfg.Owner,
-		lease:        cmpOr(cfg.Lease, DefaultLease),
-		pollInterval: cmpOr(cfg.PollInterval, DefaultPollInterval),
-		batchSize:    cmpOr(cfg.BatchSize, DefaultBatchSize),
+		lease:        cmp.Or(cfg.Lease, DefaultLease),
+		pollInterval: cmp.Or(cfg.PollInterval, DefaultPollInterval),
+		batchSize:    cmp.Or(cfg.BatchSize, DefaultBatchSize),
 		logger:       cfg.Logger,
 		sink:         sink,
 		nudge:        make(chan struct{}, 1),
@@ -150,14 +151,6 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 		b.logger = slog.Default()
 	}
 	return b, nil
-}
-
-// cmpOr is cmp.Or for the two kinds of config values.
-func cmpOr[T time.Duration | int](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Publish inserts events into the outbox inside tx, the caller's

@@ -2,6 +2,7 @@ package eventbus_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -103,8 +104,8 @@ func setup(t *testing.T, cfg eventbus.Config, wrap ...func(store.Store) store.St
 		cfg.Store = w(cfg.Store)
 	}
 	cfg.Clock, cfg.Owner = b.clock, owner
-	cfg.Lease = max(cfg.Lease, lease)
-	cfg.PollInterval = max(cfg.PollInterval, pollInterval)
+	cfg.Lease = cmp.Or(cfg.Lease, lease)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, pollInterval)
 	cfg.Logger = slog.New(slog.NewTextHandler(b.logs, nil))
 	b.bus, err = eventbus.New(cfg, b.sink)
 	require.NoError(t, err)

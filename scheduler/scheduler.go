@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -168,14 +169,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
-	s.workers[critical] = cfg.CriticalWorkers
-	if s.workers[critical] == 0 {
-		s.workers[critical] = DefaultCriticalWorkers
-	}
-	s.workers[normal] = cfg.NormalWorkers
-	if s.workers[normal] == 0 {
-		s.workers[normal] = DefaultNormalWorkers
-	}
+	s.workers[critical] = cmp.Or(cfg.CriticalWorkers, DefaultCriticalWorkers)
+	s.workers[normal] = cmp.Or(cfg.NormalWorkers, DefaultNormalWorkers)
 	for p := range numPools {
 		s.wake[p] = make(chan struct{}, 1)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
@@ -69,7 +70,7 @@ func (b *bundle) waitIdle(t *testing.T) {
 }
 
 func ev(id, instance int64, critical bool) store.Event {
-	return store.Event{ID: id, EventID: "e" + string(rune('a'+id%26)), ProcessInstanceID: instance, Kind: "test", Critical: critical}
+	return store.Event{ID: id, EventID: fmt.Sprintf("ev-%d", id), ProcessInstanceID: instance, Kind: "test", Critical: critical}
 }
 
 // recorder counts how often each event ID was handled.
@@ -197,11 +198,7 @@ func TestOrderPerInstance(t *testing.T) {
 		require.Len(t, ids, perInst, "instance %d", i)
 		require.True(t, slices.IsSorted(ids), "instance %d saw %v", i, ids)
 	}
-	stats := b.sched.Stats()
-	require.Equal(t, uint64(instances*perInst), stats.EventsProcessed)
-	require.Zero(t, stats.EventsFailed)
-	require.Zero(t, stats.EventsDuplicate)
-	require.Equal(t, scheduler.Stats{EventsProcessed: instances * perInst}, stats)
+	require.Equal(t, scheduler.Stats{EventsProcessed: instances * perInst}, b.sched.Stats())
 }
 
 // TestCriticalOvertakesNormal: while every normal worker is held by a slow
