@@ -14,6 +14,14 @@ help: ## list the targets
 build: ## build bin/goxpdl
 	go build -o bin/goxpdl ./cmd/goxpdl
 
+# The corpus run needs the XPDL corpus next to the repository (CORPUS).
+CORPUS ?= ../shared/xpdl-corpus
+
+.PHONY: corpus-run
+corpus-run: ## run every corpus process with goxpdl run; write docs/corpus-run.md
+	go build -o bin/goxpdl ./cmd/goxpdl
+	go run ./internal/corpusrun -goxpdl bin/goxpdl -corpus '$(CORPUS)' -out docs/corpus-run.md
+
 .PHONY: test
 test: ## run every test with the race detector
 	go test -race -count=1 ./...
