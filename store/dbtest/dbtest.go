@@ -58,16 +58,35 @@ func OpenSQLite(tb testing.TB) *gorm.DB {
 	return db
 }
 
-// OpenMySQL creates a database goxpdl_t_<random> on the server named by
-// GOXPDL_MYSQL_DSN, opens it, and drops it when the test ends. It skips
-// the test when the variable is not set.
-func OpenMySQL(tb testing.TB) *gorm.DB {
+// OpenSQLiteMemory opens a new private in-memory SQLite database (one
+// connection).
+func OpenSQLiteMemory(tb testing.TB) *gorm.DB {
+	tb.Helper()
+	db, err := gormstore.OpenSQLite(gormstore.MemoryPath)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { closeDB(tb, db) })
+	return db
+}
+
+// MySQLDSN returns GOXPDL_MYSQL_DSN, or skips the test, with the reason,
+// when it is not set.
+func MySQLDSN(tb testing.TB) string {
 	tb.Helper()
 	dsn := os.Getenv(MySQLDSNEnv)
 	if dsn == "" {
 		tb.Skip(MySQLDSNEnv + " not set; the MySQL/MariaDB variant of this test is skipped")
 	}
-	cfg, err := mysql.ParseDSN(dsn)
+	return dsn
+}
+
+// OpenMySQL creates a database goxpdl_t_<random> on the server named by
+// GOXPDL_MYSQL_DSN, opens it, and drops it when the test ends. It skips
+// the test when the variable is not set. The database's default collation
+// is case-insensitive on purpose: goxpdl's tables must be case-sensitive
+// whatever the host's database says.
+func OpenMySQL(tb testing.TB) *gorm.DB {
+	tb.Helper()
+	cfg, err := mysql.ParseDSN(MySQLDSN(tb))
 	require.NoError(tb, err)
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(tb, err)
@@ -81,6 +100,7 @@ func OpenMySQL(tb testing.TB) *gorm.DB {
 		require.NoError(tb, err)
 	})
 	cfg.DBName = name
+	cfg.ParseTime = false // OpenMySQL must add it
 	db, err := gormstore.OpenMySQL(cfg.FormatDSN())
 	require.NoError(tb, err)
 	tb.Cleanup(func() { closeDB(tb, db) }) // runs before the DROP
