@@ -101,6 +101,8 @@ type Engine struct {
 	runStop context.CancelFunc
 
 	conflicts atomic.Uint64
+
+	sqliteWriter sync.Mutex // serialises the engine's own transactions on SQLite
 }
 
 // New returns an Engine over cfg.DB, migrating the schema unless

@@ -125,7 +125,7 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 			}
 			err = st.InTx(ctx, body)
 		} else {
-			err = e.store.InTx(ctx, body)
+			err = e.ownTx(ctx, body)
 		}
 		if errors.Is(err, store.ErrConflict) && hostTx == nil && attempt < maxConflictRetries {
 			e.conflicts.Add(1)
@@ -142,6 +142,18 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 		}
 		return nil
 	}
+}
+
+// ownTx runs body in a transaction of the engine's own. SQLite admits one
+// writer at a time; its busy handler makes waiting writers sleep and
+// poll, which collapses throughput and ends in SQLITE_BUSY under load, so
+// on SQLite the engine's transactions queue on a mutex instead.
+func (e *Engine) ownTx(ctx context.Context, body func(ctx context.Context, tx store.Tx) error) error {
+	if e.store.Capabilities().Dialect == store.DialectSQLite {
+		e.sqliteWriter.Lock()
+		defer e.sqliteWriter.Unlock()
+	}
+	return e.store.InTx(ctx, body)
 }
 
 // terminate ends the process by command: its work items are withdrawn and
