@@ -7,8 +7,8 @@ func finish(pkg *Package) {
 	for _, proc := range pkg.Processes {
 		for _, f := range proc.Flows() {
 			f.index()
-			for _, a := range f.Activities {
-				fillGateways(f, a)
+			for i, a := range f.Activities {
+				fillGateways(f, i, a)
 			}
 		}
 	}
@@ -27,8 +27,10 @@ func finish(pkg *Package) {
 //     conditions behaves as AND).
 //
 // Defaults filled for lack of a declaration are marked Implicit.
-func fillGateways(f *Flow, a *Activity) {
-	in, out := len(f.Incoming(a.ID)), len(f.Outgoing(a.ID))
+func fillGateways(f *Flow, i int, a *Activity) {
+	// Incoming(a.ID) and Outgoing(a.ID), without looking the id up.
+	first := f.first[i]
+	in, out := len(f.in[first]), len(f.out[first])
 	if a.Join.Type == GatewayNone && in > 1 {
 		a.Join = implicitGateway(a, GatewayXOR)
 	}

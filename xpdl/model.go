@@ -303,8 +303,9 @@ type Flow struct {
 	Transitions []*Transition
 
 	// activityIndex maps an id to the index in Activities of the first
-	// activity with it.
+	// activity with it, and first does the same by activity index.
 	activityIndex  map[string]int
+	first          []int
 	transitionByID map[string]*Transition
 	// out and in hold, by activity index, the transitions leaving and
 	// entering the activity, in document order; strayOut and strayIn hold
@@ -350,10 +351,14 @@ func (f *Flow) Incoming(activityID string) []*Transition {
 func (f *Flow) index() {
 	f.activityIndex = make(map[string]int, len(f.Activities))
 	f.transitionByID = make(map[string]*Transition, len(f.Transitions))
+	f.first = make([]int, len(f.Activities))
 	for i, a := range f.Activities {
-		if _, dup := f.activityIndex[a.ID]; !dup {
+		first, dup := f.activityIndex[a.ID]
+		if !dup {
+			first = i
 			f.activityIndex[a.ID] = i
 		}
+		f.first[i] = first
 	}
 	f.ends = make([]transitionEnds, len(f.Transitions))
 	outs, ins := make([]int, len(f.Activities)), make([]int, len(f.Activities))

@@ -303,9 +303,25 @@ func (r *reader) readRedefinable(e node) RedefinableHeader {
 
 // readExtendedAttributes reads e's ExtendedAttributes list.
 func (r *reader) readExtendedAttributes(e node) ExtendedAttributes {
-	var out ExtendedAttributes
-	for ea := firstItem(e, "ExtendedAttributes", "ExtendedAttribute"); ea.Element != nil; ea = ea.next() {
-		x := ExtendedAttribute{Name: attr(ea, "Name"), Value: attr(ea, "Value"), Content: r.doc.raw[ea.n], Pos: r.pos(ea)}
+	return r.readExtendedAttributeList(child(e, "ExtendedAttributes"))
+}
+
+// readExtendedAttributeList reads an ExtendedAttributes element.
+func (r *reader) readExtendedAttributeList(list node) ExtendedAttributes {
+	first := child(list, "ExtendedAttribute")
+	if first.Element == nil {
+		return nil
+	}
+	n := 0
+	for ea := first; ea.Element != nil; ea = ea.next() {
+		n++
+	}
+	out := make(ExtendedAttributes, 0, n)
+	for ea := first; ea.Element != nil; ea = ea.next() {
+		x := ExtendedAttribute{Name: attr(ea, "Name"), Value: attr(ea, "Value"), Pos: r.pos(ea)}
+		if len(r.doc.raw) > 0 {
+			x.Content = r.doc.raw[ea.n]
+		}
 		if !hasAttr(ea, "Value") {
 			// Some exporters write the value as text content.
 			x.Value = text(ea)
@@ -595,27 +611,93 @@ func (r *reader) readTransition(e node) *Transition {
 	return t
 }
 
+// activityParts are the children of an Activity that the reader looks
+// at, each the first XPDL child of its name. An activity has many
+// children and the reader asks for most of them; one pass that sorts them
+// out (partsOf) is cheaper than a child lookup for each.
+type activityParts struct {
+	description, priority, limit, documentation, extendedAttributes node
+	route, blockActivity, event, implementation                     node
+	performer, performers, startMode, finishMode                    node
+	deadline, loop, transitionRestrictions, nodeGraphicsInfos       node
+}
+
+func partsOf(e node) activityParts {
+	var p activityParts
+	for c := firstElement(e); c.Element != nil; c = c.nextElement() {
+		if !isXPDL(c.Element) {
+			continue
+		}
+		var part *node
+		switch c.Tag {
+		case "Description":
+			part = &p.description
+		case "Priority":
+			part = &p.priority
+		case "Limit":
+			part = &p.limit
+		case "Documentation":
+			part = &p.documentation
+		case "ExtendedAttributes":
+			part = &p.extendedAttributes
+		case "Route":
+			part = &p.route
+		case "BlockActivity":
+			part = &p.blockActivity
+		case "Event":
+			part = &p.event
+		case "Implementation":
+			part = &p.implementation
+		case "Performer":
+			part = &p.performer
+		case "Performers":
+			part = &p.performers
+		case "StartMode":
+			part = &p.startMode
+		case "FinishMode":
+			part = &p.finishMode
+		case "Deadline":
+			part = &p.deadline
+		case "Loop":
+			part = &p.loop
+		case "TransitionRestrictions":
+			part = &p.transitionRestrictions
+		case "NodeGraphicsInfos":
+			part = &p.nodeGraphicsInfos
+		default:
+			continue
+		}
+		if part.Element == nil {
+			*part = c
+		}
+	}
+	return p
+}
+
 func (r *reader) readActivity(e node) *Activity {
+	p := partsOf(e)
 	a := &Activity{
-		ID: attr(e, "Id"), Name: attr(e, "Name"), Description: childText(e, "Description"),
-		Pos: r.pos(e), Priority: childText(e, "Priority"), Limit: childText(e, "Limit"),
-		Documentation:      attr(child(e, "Documentation"), "href"),
-		ExtendedAttributes: r.readExtendedAttributes(e),
+		ID: attr(e, "Id"), Name: attr(e, "Name"), Description: text(p.description),
+		Pos: r.pos(e), Priority: text(p.priority), Limit: text(p.limit),
+		Documentation:      attr(p.documentation, "href"),
+		ExtendedAttributes: r.readExtendedAttributeList(p.extendedAttributes),
 	}
 	if a.Documentation == "" {
-		a.Documentation = childText(e, "Documentation")
+		a.Documentation = text(p.documentation)
 	}
-	r.readActivityKind(e, a)
-	r.readPerformers(e, a)
-	a.StartMode = r.readMode(e, "StartMode", a.ID)
-	a.FinishMode = r.readMode(e, "FinishMode", a.ID)
-	for d := child(e, "Deadline"); d.Element != nil; d = d.next() {
+	r.readActivityKind(p, a)
+	// XPDL 1 <Performer> elements, then XPDL 2 <Performers>.
+	a.Performers = appendPerformers(a.Performers, p.performer)
+	a.Performers = appendPerformers(a.Performers, child(p.performers, "Performer"))
+	a.StartMode = r.readMode(e, p.startMode, "StartMode", a.ID)
+	a.FinishMode = r.readMode(e, p.finishMode, "FinishMode", a.ID)
+	for d := p.deadline; d.Element != nil; d = d.next() {
 		a.Deadlines = append(a.Deadlines, r.readDeadline(d, a.ID))
 	}
-	if l := child(e, "Loop"); l.Element != nil {
-		a.Loop = r.readLoop(l, a.ID)
+	if p.loop.Element != nil {
+		a.Loop = r.readLoop(p.loop, a.ID)
 	}
-	for tr := firstItem(e, "TransitionRestrictions", "TransitionRestriction"); tr.Element != nil; tr = tr.next() {
+	for tr := child(p.transitionRestrictions, "TransitionRestriction"); tr.Element != nil; tr = tr.next() {
 		if j := child(tr, "Join"); j.Element != nil {
 			a.Join = Gateway{Type: r.gatewayType(j, attr(j, "Type"), a.ID), Pos: r.pos(j)}
 		}
@@ -626,7 +708,7 @@ func (r *reader) readActivity(e node) *Activity {
 			}
 		}
 	}
-	a.Graphics = r.readGraphics(e, a)
+	a.Graphics = r.readGraphics(p.nodeGraphicsInfos, a)
 	return a
 }
 
@@ -650,8 +732,8 @@ func (r *reader) gatewayType(e node, raw, activityID string) GatewayType {
 	return GatewayXOR
 }
 
-func (r *reader) readActivityKind(e node, a *Activity) {
-	if rt := child(e, "Route"); rt.Element != nil {
+func (r *reader) readActivityKind(p activityParts, a *Activity) {
+	if rt := p.route; rt.Element != nil {
 		a.Kind = ActivityRoute
 		// XPDL 1.0 Routes have no GatewayType; their implicit gateways
 		// take the defaults of any other activity (finish.go).
@@ -666,7 +748,7 @@ func (r *reader) readActivityKind(e node, a *Activity) {
 		}
 		return
 	}
-	if b := child(e, "BlockActivity"); b.Element != nil {
+	if b := p.blockActivity; b.Element != nil {
 		a.Kind = ActivityBlock
 		set := attr(b, "ActivitySetId")
 		if set == "" {
@@ -675,12 +757,12 @@ func (r *reader) readActivityKind(e node, a *Activity) {
 		a.Block = &Block{ActivitySet: set, StartActivity: attr(b, "StartActivityId"), Pos: r.pos(b)}
 		return
 	}
-	if ev := child(e, "Event"); ev.Element != nil {
+	if ev := p.event; ev.Element != nil {
 		a.Kind = ActivityEvent
 		a.Event = r.readEvent(ev, a.ID)
 		return
 	}
-	impl := child(e, "Implementation")
+	impl := p.implementation
 	if impl.Element == nil {
 		// Global 360 and others omit Implementation for a plain task.
 		a.Kind = ActivityNo
@@ -787,12 +869,8 @@ func (r *reader) execution(e node, activityID string, dflt Execution) Execution 
 // "no performer given here" (TIBCO Business Studio).
 var placeholderPerformers = map[string]bool{"-defined-in-Activity-Performer-": true}
 
-// readPerformers reads XPDL 1 <Performer> and XPDL 2 <Performers>.
-func (r *reader) readPerformers(e node, a *Activity) {
-	a.Performers = appendPerformers(a.Performers, child(e, "Performer"))
-	a.Performers = appendPerformers(a.Performers, firstItem(e, "Performers", "Performer"))
-}
-
+// appendPerformers appends the text of the performer element first and of
+// its later siblings of the same name.
 func appendPerformers(dst []string, first node) []string {
 	for p := first; p.Element != nil; p = p.next() {
 		if t := text(p); t != "" && !placeholderPerformers[t] {
@@ -802,10 +880,11 @@ func appendPerformers(dst []string, first node) []string {
 	return dst
 }
 
-// readMode reads StartMode/FinishMode: an XPDL 1 child element holding
-// <Automatic/> or <Manual/>, or an XPDL 2 attribute.
-func (r *reader) readMode(e node, name, activityID string) Mode {
-	if m := child(e, name); m.Element != nil {
+// readMode reads activity e's StartMode or FinishMode (name): m, its XPDL
+// 1 child element of that name holding <Automatic/> or <Manual/>, or else
+// its XPDL 2 attribute.
+func (r *reader) readMode(e, m node, name, activityID string) Mode {
+	if m.Element != nil {
 		switch {
 		case child(m, "Automatic").Element != nil:
 			return ModeAutomatic
@@ -945,11 +1024,12 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
-// readGraphics reads XPDL 2 NodeGraphicsInfo and the XPDL 1 layout
-// extended attributes of JaWE and Bonita.
-func (r *reader) readGraphics(e node, a *Activity) []NodeGraphics {
+// readGraphics reads the XPDL 2 NodeGraphicsInfo items of list (an
+// activity's NodeGraphicsInfos) and the XPDL 1 layout extended attributes
+// of JaWE and Bonita.
+func (r *reader) readGraphics(list node, a *Activity) []NodeGraphics {
 	var out []NodeGraphics
-	for g := firstItem(e, "NodeGraphicsInfos", "NodeGraphicsInfo"); g.Element != nil; g = g.next() {
+	for g := child(list, "NodeGraphicsInfo"); g.Element != nil; g = g.next() {
 		ng := NodeGraphics{
 			ToolID: attr(g, "ToolId"), LaneID: attr(g, "LaneId"), PageID: attr(g, "PageId"),
 			Width: num(attr(g, "Width")), Height: num(attr(g, "Height")),

@@ -593,15 +593,19 @@ func (v *validator) checkLoop(a *Activity) {
 // conditions, and the splits that list them.
 func (v *validator) checkTransitions(proc *Process, f *Flow) {
 	otherwise, defaultException := map[string]int{}, map[string]int{}
-	for _, t := range f.Transitions {
-		for _, end := range []string{t.From, t.To} {
-			if f.Activity(end) != nil {
+	for k, t := range f.Transitions {
+		e := f.ends[k] // the index already looked up, -1 for no activity
+		for _, end := range [...]struct {
+			id    string
+			index int
+		}{{t.From, e.from}, {t.To, e.to}} {
+			if end.index >= 0 {
 				continue
 			}
-			if where := findActivityScope(proc, end); where != "" {
-				v.errorf(t.Pos, "cross-scope", []string{t.ID, end}, "transition %q connects activity %q of %s across scopes", t.ID, end, where)
+			if where := findActivityScope(proc, end.id); where != "" {
+				v.errorf(t.Pos, "cross-scope", []string{t.ID, end.id}, "transition %q connects activity %q of %s across scopes", t.ID, end.id, where)
 			} else {
-				v.errorf(t.Pos, "unknown-activity", []string{t.ID, end}, "transition %q refers to unknown activity %q", t.ID, end)
+				v.errorf(t.Pos, "unknown-activity", []string{t.ID, end.id}, "transition %q refers to unknown activity %q", t.ID, end.id)
 			}
 		}
 		c := t.Condition
