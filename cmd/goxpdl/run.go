@@ -27,6 +27,7 @@ type command struct {
 var commands = []command{
 	{name: "validate", summary: "check XPDL files and report their problems", usage: validateUsage, runFunc: runValidate},
 	{name: "run", summary: "run a process of an XPDL file to its end", usage: runUsage, runFunc: runRun},
+	{name: "bench", summary: "measure the engine's throughput on a database", usage: benchUsage, runFunc: runBench},
 }
 
 func lookup(name string) (command, bool) {

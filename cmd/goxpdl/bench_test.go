@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/scheduler"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// The built-in workloads are valid XPDL of the shape their names promise.
+func TestWorkloadXPDL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		topLevel  []xpdl.ActivityKind
+		setLength int
+	}{
+		{"seq10", []xpdl.ActivityKind{
+			xpdl.ActivityTool, xpdl.ActivityTool, xpdl.ActivityTool, xpdl.ActivityTool, xpdl.ActivityTool,
+			xpdl.ActivityTool, xpdl.ActivityTool, xpdl.ActivityTool, xpdl.ActivityTool, xpdl.ActivityTool,
+		}, 0},
+		{"seq10set", []xpdl.ActivityKind{xpdl.ActivityBlock}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pkg, err := xpdl.Read(bytes.NewReader(workloadXPDL(tc.name)), nil)
+			require.NoError(t, err)
+			require.Empty(t, xpdl.Validate(pkg, nil), "the workload has no problems, not even warnings")
+			p := pkg.Process(tc.name)
+			require.NotNil(t, p)
+			var kinds []xpdl.ActivityKind
+			for _, a := range p.Activities {
+				kinds = append(kinds, a.Kind)
+				require.False(t, engine.IsManual(a))
+			}
+			require.Equal(t, tc.topLevel, kinds)
+			if tc.setLength == 0 {
+				require.Empty(t, p.ActivitySets)
+				require.Len(t, p.Transitions, 9)
+				return
+			}
+			require.Len(t, p.ActivitySets, 1)
+			require.Len(t, p.ActivitySets[0].Activities, tc.setLength)
+			require.Len(t, p.ActivitySets[0].Transitions, tc.setLength-1)
+		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	ms := func(ns ...int) []time.Duration {
+		out := make([]time.Duration, len(ns))
+		for i, n := range ns {
+			out[i] = time.Duration(n) * time.Millisecond
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		ds   []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{"none", nil, 0.5, 0},
+		{"one", ms(7), 0.99, 7 * time.Millisecond},
+		{"median of four is the second", ms(4, 1, 3, 2), 0.5, 2 * time.Millisecond},
+		{"p99 of 100 is the 99th", ms(100, 99, 98, 97, 96, 95, 94, 93, 92, 91, 90, 89, 88, 87, 86, 85, 84, 83, 82, 81, 80, 79, 78, 77, 76, 75, 74,
+			73, 72, 71, 70, 69, 68, 67, 66, 65, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40,
+			39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
+			4, 3, 2, 1), 0.99, 99 * time.Millisecond},
+		{"p99 of ten is the largest", ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.99, 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, percentile(tc.ds, tc.p))
+		})
+	}
+}
+
+func TestParseVmHWM(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, status string
+		want         int64
+	}{
+		{"linux", "Name:\tgoxpdl\nVmPeak:\t 1000 kB\nVmHWM:\t   20480 kB\nVmRSS:\t 100 kB\n", 20480 * 1024},
+		{"missing", "Name:\tgoxpdl\n", 0},
+		{"unknown unit", "VmHWM:\t 5 MB\n", 0},
+		{"garbage", "VmHWM:\t lots kB\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, parseVmHWM([]byte(tc.status)))
+		})
+	}
+}
+
+// The figures follow from the counts: commits per instance are the
+// StartProcess calls plus the events processed during the run, and the
+// ratios divide by the baseline.
+func TestReportFill(t *testing.T) {
+	t.Parallel()
+	base := 1000.0
+	r := benchReport{Instances: 4, BaselineCommitsPerS: &base}
+	res := benchResult{
+		latencies:  []time.Duration{4 * time.Millisecond, time.Millisecond, 3 * time.Millisecond},
+		activities: 30,
+		rootFailed: map[int64]string{9: "instance 9: ended Terminated: "},
+	}
+	before := engine.Stats{Scheduler: scheduler.Stats{EventsProcessed: 7, EventsFailed: 1}, Conflicts: 2}
+	after := engine.Stats{Scheduler: scheduler.Stats{EventsProcessed: 47, EventsFailed: 1}, Conflicts: 5}
+	r.fill(res, 2*time.Second, after, before)
+	require.Equal(t, 3, r.Completed)
+	require.Equal(t, 1, r.Failed)
+	require.InDelta(t, 2.0, r.Seconds, 1e-9)
+	require.InDelta(t, 1.5, r.InstancesPerS, 1e-9)
+	require.InDelta(t, 15.0, r.ActivitiesPerS, 1e-9)
+	require.Equal(t, uint64(40), r.EventsProcessed)
+	require.Equal(t, uint64(0), r.EventsFailed)
+	require.Equal(t, uint64(3), r.Conflicts)
+	require.InDelta(t, 11.0, r.CommitsPerInstance, 1e-9, "(4 starts + 40 events) / 4 instances")
+	require.InDelta(t, 3.0, r.P50Ms, 1e-9)
+	require.InDelta(t, 4.0, r.P99Ms, 1e-9)
+	require.InDelta(t, 0.015, *r.ActivitiesPerBaselineCommit, 1e-9)
+	require.InDelta(t, 0.002, *r.InstancesPerBaselineCommit, 1e-9, "1.5/1000, rounded to 3 digits")
+}
