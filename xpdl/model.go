@@ -383,10 +383,11 @@ func (f *Flow) index() {
 	}
 	f.out, f.in = carve[*Transition](outs), carve[*Transition](ins)
 	for k, t := range f.Transitions {
-		if e := f.ends[k]; e.from >= 0 {
+		e := f.ends[k]
+		if e.from >= 0 {
 			f.out[e.from] = append(f.out[e.from], t)
 		}
-		if e := f.ends[k]; e.to >= 0 {
+		if e.to >= 0 {
 			f.in[e.to] = append(f.in[e.to], t)
 		}
 	}
