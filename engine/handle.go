@@ -60,8 +60,6 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 				return nil
 			}
 			return r.terminate()
-		case evResume:
-			return r.resumed()
 		default:
 			e.log.Warn("ignoring an event of unknown kind", "event", ev.ID, "kind", ev.Kind)
 			return nil

@@ -67,7 +67,6 @@ const (
 	evActivityStart = "activity.start"
 	evSubprocess    = string(wftype.EventSubprocessCompleted)
 	evTerminate     = string(wftype.EventTerminateRequested)
-	evResume        = string(wftype.EventResumeRequested)
 )
 
 // payload is the body of the engine's events.
