@@ -111,6 +111,9 @@ func (r *run) offer(a *act) error {
 	if err := r.setActivity(a, machine.ActivityOffer, ""); err != nil {
 		return err
 	}
+	if err := r.persist(a); err != nil {
+		return err
+	}
 	performer := ""
 	if len(a.def.Performers) > 0 {
 		performer = a.def.Performers[0]
@@ -275,6 +278,9 @@ func (r *run) startBlock(a *act) error {
 	if err := r.setActivity(a, machine.ActivityWait, ""); err != nil {
 		return err
 	}
+	if err := r.persist(a); err != nil { // its activities refer to it
+		return err
+	}
 	sc := flow.Scope{Flow: &set.Flow, Block: a.row.ID}
 	for _, def := range startActivities(&set.Flow, a.def.Block.StartActivity) {
 		if _, err := r.createActivity(sc, def, true); err != nil {
@@ -321,6 +327,9 @@ func (r *run) application(id string) *xpdl.Application {
 // raised, or an error: retryable or a database error (roll back), or
 // fatal (the activity goes Abnormal).
 func (r *run) callTools(a *act) (exception string, err error) {
+	if err := r.persist(a); err != nil { // the idempotency key names it
+		return "", err
+	}
 	for i, tc := range a.def.Tools {
 		app := r.application(tc.Application)
 		if app == nil {

@@ -73,7 +73,21 @@ type Config struct {
 	// DefinitionCacheSize is how many parsed definitions are kept in
 	// memory; default 256.
 	DefinitionCacheSize int
+	// InstanceCacheSize is how many process instances' committed state
+	// (the instance and its unfinished activities) is kept in memory
+	// between events, so that an event does not read them again; default
+	// 10000. A stale entry (another node changed the instance) costs one
+	// retry, never a wrong result.
+	InstanceCacheSize int
 }
+
+// Group commit (groupcommit.go): how many database transactions run the
+// engine's own transactions at once on MySQL (SQLite has one writer), and
+// how many engine transactions one of them carries at most.
+const (
+	mysqlCommitLanes = 4
+	maxCommitGroup   = 32
+)
 
 // Engine runs XPDL processes. Create it with New, bind applications, call
 // Start, and Stop it when done. It is safe for concurrent use.
@@ -87,6 +101,8 @@ type Engine struct {
 	bus   *eventbus.Bus
 	sched *scheduler.Scheduler
 	defs  *lru.Cache[int64, *deployment]
+
+	instances *instanceCache
 
 	appMu  sync.RWMutex
 	apps   map[string]ApplicationFunc
@@ -102,7 +118,7 @@ type Engine struct {
 
 	conflicts atomic.Uint64
 
-	sqliteWriter sync.Mutex // serialises the engine's own transactions on SQLite
+	commits *groupCommitter
 }
 
 // New returns an Engine over cfg.DB, migrating the schema unless
@@ -139,6 +155,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.DefinitionCacheSize <= 0 {
 		cfg.DefinitionCacheSize = 256
 	}
+	if cfg.InstanceCacheSize <= 0 {
+		cfg.InstanceCacheSize = 10000
+	}
 	st, err := gormstore.New(cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -152,17 +171,27 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	e := &Engine{
-		cfg:    cfg,
-		db:     cfg.DB,
-		store:  st,
-		clock:  cfg.Clock,
-		log:    cfg.Logger,
-		eval:   script.New(script.Config{NowFunc: cfg.Clock.Now}),
-		defs:   defs,
-		apps:   make(map[string]ApplicationFunc),
-		agents: make(map[string]ApplicationFunc),
+	instances, err := newInstanceCache(cfg.InstanceCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	e := &Engine{
+		instances: instances,
+		cfg:       cfg,
+		db:        cfg.DB,
+		store:     st,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		eval:      script.New(script.Config{NowFunc: cfg.Clock.Now}),
+		defs:      defs,
+		apps:      make(map[string]ApplicationFunc),
+		agents:    make(map[string]ApplicationFunc),
+	}
+	lanes := 1 // SQLite has one writer
+	if st.Capabilities().Dialect == store.DialectMySQL {
+		lanes = mysqlCommitLanes
+	}
+	e.commits = newGroupCommitter(st, lanes, maxCommitGroup)
 	e.sched, err = scheduler.New(scheduler.Config{
 		Handler:         e.handle,
 		CriticalWorkers: cfg.CriticalWorkers,

@@ -39,7 +39,7 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 		if ev.ProcessInstanceID == 0 {
 			return errSkip
 		}
-		if err := r.load(ev.ProcessInstanceID); err != nil {
+		if err := r.loadCached(ev.ProcessInstanceID); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return errSkip
 			}
@@ -125,6 +125,9 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 		} else {
 			err = e.ownTx(ctx, body)
 		}
+		if r != nil && (err != nil || hostTx != nil) {
+			e.forget(r) // the database may hold something else
+		}
 		if errors.Is(err, store.ErrConflict) && hostTx == nil && attempt < maxConflictRetries {
 			e.conflicts.Add(1)
 			continue
@@ -133,6 +136,7 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 			return err
 		}
 		if hostTx == nil {
+			e.remember(r)
 			e.bus.Dispatch(r.published)
 			e.publish(r.records)
 		} else {
@@ -142,16 +146,30 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 	}
 }
 
-// ownTx runs body in a transaction of the engine's own. SQLite admits one
-// writer at a time; its busy handler makes waiting writers sleep and
-// poll, which collapses throughput and ends in SQLITE_BUSY under load, so
-// on SQLite the engine's transactions queue on a mutex instead.
-func (e *Engine) ownTx(ctx context.Context, body func(ctx context.Context, tx store.Tx) error) error {
-	if e.store.Capabilities().Dialect == store.DialectSQLite {
-		e.sqliteWriter.Lock()
-		defer e.sqliteWriter.Unlock()
+// remember caches the committed state of the instances r wrote.
+func (e *Engine) remember(r *run) {
+	if r.flushed {
+		e.instances.put(r.snapshot())
 	}
-	return e.store.InTx(ctx, body)
+	for _, c := range r.children {
+		e.remember(c)
+	}
+}
+
+// forget drops the instances r touched from the cache.
+func (e *Engine) forget(r *run) {
+	if r.pi.ID != 0 {
+		e.instances.forget(r.pi.ID)
+	}
+	for _, c := range r.children {
+		e.forget(c)
+	}
+}
+
+// ownTx runs body in a transaction of the engine's own, through the group
+// committer.
+func (e *Engine) ownTx(ctx context.Context, body func(ctx context.Context, tx store.Tx) error) error {
+	return e.commits.do(ctx, body)
 }
 
 // terminate ends the process by command: its work items are withdrawn and

@@ -39,19 +39,29 @@ type run struct {
 	decls     map[string]decl
 	dirtyVars map[string]bool
 
-	history   []store.HistoryEntry
-	events    []store.Event
-	records   []Record
-	inline    []*act // activities of activity sets to start in this transaction
-	children  []*run // subflow instances this run created
-	published []store.Event
+	history    []store.HistoryEntry
+	events     []store.Event
+	eventActs  []*act // per event: the activity its payload names, if any
+	records    []Record
+	recordActs []*act // per record: the activity it names, if any
+	inline     []*act // activities of activity sets to start in this transaction
+	children   []*run // subflow instances this run created
+	published  []store.Event
+	flushed    bool // flush wrote the instance
 }
 
-// act is an activity instance with its definition.
+// act is an activity instance with its definition. A run changes
+// activity instances in memory and writes each once, at flush: the new
+// ones in one multi-row INSERT, the changed ones with one UPDATE each.
+// Until then a new instance has no ID; what refers to it (history,
+// records, events) is completed at flush, and code that needs the ID
+// earlier (a work item, a subflow, an activity set) calls store first.
 type act struct {
-	row   store.ActivityInstance
-	def   *xpdl.Activity
-	scope flow.Scope
+	row    store.ActivityInstance
+	def    *xpdl.Activity
+	scope  flow.Scope
+	stored bool // the row exists in the database, at row.Version
+	dirty  bool // the row changed since it was stored
 }
 
 // unfinishedStates are the activity states an instance may still move
@@ -79,15 +89,34 @@ func (e *Engine) newRun(ctx context.Context, tx *gormstore.Store, actor string) 
 	return &run{e: e, ctx: ctx, tx: tx, now: e.now(), actor: actor, tokens: &flow.Tokens{}}
 }
 
-// load reads process instance id and its unfinished activities.
-func (r *run) load(id int64) error {
-	pi, err := r.tx.GetProcessInstance(r.ctx, id)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return notFound("process instance", id)
-		}
-		return err
+// load reads process instance id and its unfinished activities from the
+// database.
+func (r *run) load(id int64) error { return r.loadFrom(id, false) }
+
+// loadCached is load from the engine's cache of committed instances when
+// it holds id. Only runs that always flush may use it, so that the
+// version fence catches a stale copy: event handling, not commands, which
+// may refuse (an illegal state) without writing anything.
+func (r *run) loadCached(id int64) error { return r.loadFrom(id, true) }
+
+func (r *run) loadFrom(id int64, useCache bool) error {
+	var snap snapshot
+	cached := false
+	if useCache {
+		snap, cached = r.e.instances.get(id)
 	}
+	if !cached {
+		pi, err := r.tx.GetProcessInstance(r.ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return notFound("process instance", id)
+			}
+			return err
+		}
+		snap.pi = pi
+	}
+	pi := snap.pi
+	var err error
 	r.pi = pi
 	if r.dep, err = r.e.definition(r.ctx, r.tx, pi.DefinitionID); err != nil {
 		return err
@@ -98,15 +127,19 @@ func (r *run) load(id int64) error {
 	if r.tokens, err = flow.Decode(pi.Tokens); err != nil {
 		return fmt.Errorf("process instance %d: %w", id, err)
 	}
-	rows, err := r.tx.ListActivityInstances(r.ctx, store.ListActivityInstancesParams{ProcessInstanceID: id, States: unfinishedStates})
-	if err != nil {
-		return err
+	rows := snap.acts
+	if !cached {
+		rows, err = r.tx.ListActivityInstances(r.ctx, store.ListActivityInstancesParams{ProcessInstanceID: id, States: unfinishedStates})
+		if err != nil {
+			return err
+		}
 	}
 	for _, row := range rows {
 		a, err := r.bind(row)
 		if err != nil {
 			return err
 		}
+		a.stored = true
 		r.acts = append(r.acts, a)
 	}
 	return nil
@@ -173,53 +206,62 @@ var processRecord = map[wftype.ProcessState]string{
 	wftype.ProcessLocking:    RecordProcessLocked,
 }
 
-// setActivity moves an activity instance through its state machine and
-// writes the change at once (later statements of this run refer to it).
+// setActivity moves an activity instance through its state machine; the
+// change is written at flush.
 func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string) error {
 	from := wftype.ActivityState(a.row.State)
 	to, err := machine.NextActivityState(r.state(), from, cmd)
 	if err != nil {
 		return err
 	}
-	row := a.row
-	row.State, row.Diagnosis, row.UpdatedAt = string(to), diagnosis, r.now
+	a.row.State, a.row.Diagnosis, a.row.UpdatedAt = string(to), diagnosis, r.now
 	if cmd == machine.ActivityStart || cmd == machine.ActivityOffer {
-		row.Attempt++
+		a.row.Attempt++
 	}
 	if to == wftype.ActivityCompleted {
 		end := r.now
-		row.EndedAt = &end
+		a.row.EndedAt = &end
 	}
-	v, err := r.tx.UpdateActivityInstance(r.ctx, store.UpdateActivityInstanceParams{
-		ID: row.ID, ExpectedVersion: row.Version, State: row.State, Attempt: row.Attempt,
-		Diagnosis: row.Diagnosis, UpdatedAt: row.UpdatedAt, EndedAt: row.EndedAt,
+	a.dirty = true
+	r.history = append(r.history, store.HistoryEntry{
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &a.row.ID, Subject: store.SubjectActivity,
+		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: detail(diagnosis),
 	})
+	rec := Record{Activity: a.def.ID, State: string(to)}
+	switch to {
+	case wftype.ActivityActive, wftype.ActivityInActive:
+		rec.Type = RecordActivityStarted
+	case wftype.ActivityWaiting:
+		rec.Type = RecordActivityWaiting
+	case wftype.ActivityCompleted:
+		rec.Type = RecordActivityCompleted
+	case wftype.ActivityAbnormal:
+		rec.Type, rec.Error = RecordActivityAbnormal, diagnosis
+	default:
+		return nil
+	}
+	r.recordActivity(a, rec)
+	return nil
+}
+
+// persist writes a new activity instance now, so that it has its ID; the
+// others are written together at flush.
+func (r *run) persist(a *act) error {
+	if a.stored {
+		return nil
+	}
+	rows, err := r.tx.InsertActivityInstances(r.ctx, []store.ActivityInstance{a.row})
 	if err != nil {
 		return err
 	}
-	row.Version = v
-	a.row = row
-	id := row.ID
-	r.history = append(r.history, store.HistoryEntry{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &id, Subject: store.SubjectActivity,
-		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: detail(diagnosis),
-	})
-	switch to {
-	case wftype.ActivityActive, wftype.ActivityInActive:
-		r.record(Record{Type: RecordActivityStarted, Activity: a.def.ID, ActivityInstance: id, State: string(to)})
-	case wftype.ActivityWaiting:
-		r.record(Record{Type: RecordActivityWaiting, Activity: a.def.ID, ActivityInstance: id, State: string(to)})
-	case wftype.ActivityCompleted:
-		r.record(Record{Type: RecordActivityCompleted, Activity: a.def.ID, ActivityInstance: id, State: string(to)})
-	case wftype.ActivityAbnormal:
-		r.record(Record{Type: RecordActivityAbnormal, Activity: a.def.ID, ActivityInstance: id, State: string(to), Error: diagnosis})
-	}
+	a.row.ID, a.row.Version = rows[0].ID, rows[0].Version
+	a.stored, a.dirty = true, false
 	return nil
 }
 
 // createActivity creates an Initiated instance of def in scope sc and
 // schedules its start: by an event (its own transaction) at the top level,
-// in this transaction inside an activity set.
+// in this transaction inside an activity set. The row is written at flush.
 func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (*act, error) {
 	row := store.ActivityInstance{
 		ProcessInstanceID: r.pi.ID, ActivityDefID: def.ID, State: string(wftype.ActivityInitiated),
@@ -230,15 +272,10 @@ func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (
 		row.BlockInstanceID = &block
 		row.ActivitySetID = r.setOf(sc)
 	}
-	rows, err := r.tx.InsertActivityInstances(r.ctx, []store.ActivityInstance{row})
-	if err != nil {
-		return nil, err
-	}
-	a := &act{row: rows[0], def: def, scope: sc}
+	a := &act{row: row, def: def, scope: sc}
 	r.acts = append(r.acts, a)
-	id := a.row.ID
 	r.history = append(r.history, store.HistoryEntry{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &id, Subject: store.SubjectActivity,
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &a.row.ID, Subject: store.SubjectActivity,
 		ToState: row.State, Actor: r.actor, At: r.now,
 	})
 	if schedule {
@@ -261,7 +298,14 @@ func (r *run) scheduleStart(a *act) {
 		r.inline = append(r.inline, a)
 		return
 	}
-	r.emit(r.pi.ID, evActivityStart, payload{Activity: a.row.ID}, false)
+	r.emitStart(a)
+}
+
+// emitStart queues the event that starts a in a transaction of its own;
+// its payload names a once a has its ID (at flush).
+func (r *run) emitStart(a *act) {
+	r.emit(r.pi.ID, evActivityStart, payload{}, false)
+	r.eventActs[len(r.eventActs)-1] = a
 }
 
 // emit queues an event for the outbox.
@@ -270,6 +314,7 @@ func (r *run) emit(instance int64, kind string, p payload, critical bool) {
 		ProcessInstanceID: instance, Kind: kind, Payload: mustJSON(p), Critical: critical,
 		CreatedAt: r.now, AvailableAt: r.now,
 	})
+	r.eventActs = append(r.eventActs, nil)
 }
 
 func (r *run) record(rec Record) {
@@ -278,6 +323,14 @@ func (r *run) record(rec Record) {
 		rec.Parent = *r.pi.ParentInstanceID
 	}
 	r.records = append(r.records, rec)
+	r.recordActs = append(r.recordActs, nil)
+}
+
+// recordActivity is record for a record about activity instance a, whose
+// ID it gets at flush.
+func (r *run) recordActivity(a *act, rec Record) {
+	r.record(rec)
+	r.recordActs[len(r.recordActs)-1] = a
 }
 
 // maxInline bounds the activities one transaction starts inside activity
@@ -291,7 +344,7 @@ func (r *run) drain() error {
 		a := r.inline[0]
 		r.inline = r.inline[1:]
 		if n >= maxInline {
-			r.emit(r.pi.ID, evActivityStart, payload{Activity: a.row.ID}, false)
+			r.emitStart(a)
 			continue
 		}
 		if err := r.startActivity(a); err != nil {
@@ -313,20 +366,37 @@ func (r *run) flush(hosted bool) error {
 		r.published = append(r.published, c.published...)
 		r.records = append(r.records, c.records...)
 	}
+	// The process first: its version is the fence, so a run computed
+	// from a stale copy fails here before writing anything else.
+	tokens := r.tokens.Encode()
 	v, err := r.tx.UpdateProcessInstance(r.ctx, store.UpdateProcessInstanceParams{
 		ID: r.pi.ID, ExpectedVersion: r.pi.Version, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
-		Tokens: r.tokens.Encode(), UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
+		Tokens: tokens, UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
 	})
 	if err != nil {
 		return err
 	}
-	r.pi.Version = v
+	r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt = v, tokens, r.now
+	if err := r.flushActivities(); err != nil {
+		return err
+	}
+	for i, a := range r.eventActs {
+		if a != nil {
+			r.events[i].Payload = mustJSON(payload{Activity: a.row.ID})
+		}
+	}
+	for i, a := range r.recordActs {
+		if a != nil {
+			r.records[i].ActivityInstance = a.row.ID
+		}
+	}
 	if err := r.flushVars(); err != nil {
 		return err
 	}
 	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {
 		return err
 	}
+	r.flushed = true
 	if len(r.events) == 0 {
 		return nil
 	}
@@ -346,6 +416,63 @@ func (r *run) withIDs(evs []store.Event) []store.Event {
 		}
 	}
 	return evs
+}
+
+// flushActivities inserts the new activity instances in one statement
+// and updates the changed ones.
+func (r *run) flushActivities() error {
+	var fresh []*act
+	for _, a := range r.acts {
+		if !a.stored {
+			fresh = append(fresh, a)
+		}
+	}
+	if len(fresh) > 0 {
+		rows := make([]store.ActivityInstance, len(fresh))
+		for i, a := range fresh {
+			rows[i] = a.row
+		}
+		stored, err := r.tx.InsertActivityInstances(r.ctx, rows)
+		if err != nil {
+			return err
+		}
+		for i, a := range fresh {
+			a.row.ID, a.row.Version = stored[i].ID, stored[i].Version
+			a.stored, a.dirty = true, false
+		}
+	}
+	for _, a := range r.acts {
+		if !a.dirty {
+			continue
+		}
+		v, err := r.tx.UpdateActivityInstance(r.ctx, store.UpdateActivityInstanceParams{
+			ID: a.row.ID, ExpectedVersion: a.row.Version, State: a.row.State, Attempt: a.row.Attempt,
+			Diagnosis: a.row.Diagnosis, UpdatedAt: a.row.UpdatedAt, EndedAt: a.row.EndedAt,
+		})
+		if err != nil {
+			return err
+		}
+		a.row.Version, a.dirty = v, false
+	}
+	return nil
+}
+
+// snapshot is the committed state of a process instance the engine keeps
+// in memory between runs: the instance row and its unfinished activities.
+type snapshot struct {
+	pi   store.ProcessInstance
+	acts []store.ActivityInstance
+}
+
+// snapshot returns the state this run wrote.
+func (r *run) snapshot() snapshot {
+	s := snapshot{pi: r.pi}
+	for _, a := range r.acts {
+		if a.row.State != string(wftype.ActivityCompleted) {
+			s.acts = append(s.acts, a.row)
+		}
+	}
+	return s
 }
 
 func (r *run) flushVars() error {

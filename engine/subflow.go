@@ -141,6 +141,9 @@ func (r *run) startSubflow(a *act) error {
 	synchr := sf.Execution != xpdl.ExecAsynchr
 	parent := &parentRef{instance: r.pi.ID}
 	if synchr {
+		if err := r.persist(a); err != nil {
+			return err
+		}
 		id := a.row.ID
 		parent.activity = &id
 	}

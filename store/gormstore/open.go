@@ -19,6 +19,9 @@ import (
 // database.
 const MemoryPath = ":memory:"
 
+// sqliteIdleConns is how many idle connections OpenSQLite's pool keeps.
+const sqliteIdleConns = 8
+
 // sqliteBusyTimeout is how long a connection waits for another one's write
 // lock before failing with "database is locked".
 const sqliteBusyTimeout = 5 * time.Second
@@ -46,6 +49,8 @@ func gormConfig() *gorm.Config {
 //   - journal_mode=WAL: readers do not block the writer nor it them;
 //   - synchronous=FULL: a committed transaction survives a power loss;
 //   - foreign_keys=ON, busy_timeout=5000 ms;
+//   - temp_store=MEMORY: savepoint journals (the engine's group commit
+//     sets one per member) stay in memory instead of a temporary file;
 //   - transactions begin IMMEDIATE: they take the write lock at BEGIN, so
 //     two transactions never both read and then fail to upgrade to
 //     writing (SQLITE_BUSY); they queue on busy_timeout instead.
@@ -72,6 +77,7 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 
 	// gorm.Open closes the pool itself when it fails.
@@ -88,6 +94,9 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 		sqlDB.SetMaxOpenConns(1)
 		return db, nil
 	}
+	// Opening a connection re-reads the schema and runs the pragmas; keep
+	// the readers' connections (database/sql keeps 2 by default).
+	sqlDB.SetMaxIdleConns(sqliteIdleConns)
 	// WAL is silently refused where the file system cannot support it;
 	// say so rather than run with different guarantees.
 	var mode string
@@ -109,6 +118,14 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 // (the store writes UTC; one location for every node sharing the
 // database).
 //
+// Unless the DSN says otherwise, interpolateParams=true: the driver puts
+// the arguments into the statement text itself (escaping them for the
+// connection's character set) instead of a server-side PREPARE, EXECUTE
+// and CLOSE per statement, which triples the round trips of the engine's
+// many short statements. The pool keeps up to mysqlIdleConns idle
+// connections (database/sql's default of 2 makes a busy engine open and
+// close connections all the time).
+//
 // Close the database with db.DB() and Close when done.
 func OpenMySQL(dsn string) (*gorm.DB, error) {
 	cfg, err := mysql.ParseDSN(dsn)
@@ -117,12 +134,25 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
+	if !strings.Contains(dsn, "interpolateParams=") {
+		cfg.InterpolateParams = true
+	}
 	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSN: cfg.FormatDSN()}), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		closeGorm(db)
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	sqlDB.SetMaxIdleConns(mysqlIdleConns)
 	return db, nil
 }
+
+// mysqlIdleConns is how many idle connections OpenMySQL's pool keeps:
+// enough for the engine's commit lanes, its poller and a host's requests.
+const mysqlIdleConns = 32
 
 // closeGorm closes the pool of a *gorm.DB that opened but cannot be used.
 func closeGorm(db *gorm.DB) {

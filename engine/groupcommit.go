@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+)
+
+// txBody is the work of one engine transaction.
+type txBody func(ctx context.Context, tx store.Tx) error
+
+// groupCommitter runs the engine's own transactions, several in one
+// database transaction when they arrive together (group commit). A commit
+// costs a disk flush and, on SQLite, the single write lock; runs of
+// different instances that queue for it share one instead of taking
+// turns. Each run keeps its own outcome: in a group it runs inside a
+// savepoint, so one that fails is rolled back alone and the others
+// commit.
+//
+// There is no goroutine of its own. The first caller in a lane's queue
+// leads: it takes what is queued behind it (up to maxGroup), runs the
+// group, wakes the others with their results, and hands the lead to the
+// next caller in the queue (as LevelDB's writers do). Callers queued
+// while a group commits form the next group, so groups grow with load and
+// a lone caller waits for nobody.
+//
+// SQLite admits one writer, so it gets one lane; waiting on SQLite's
+// busy handler instead collapses throughput and ends in SQLITE_BUSY.
+// MySQL takes several lanes, whose transactions the server runs in
+// parallel.
+type groupCommitter struct {
+	store    *gormstore.Store
+	maxGroup int
+	lanes    []*commitLane
+	next     atomic.Uint64 // round-robin lane choice
+
+	groups  atomic.Uint64 // database transactions committed or rolled back
+	members atomic.Uint64 // engine transactions run in them
+}
+
+// commitLane is one queue of callers and the group it is running.
+type commitLane struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	queue []*commitRequest
+}
+
+type commitRequest struct {
+	ctx  context.Context
+	body txBody
+	done bool
+	err  error
+}
+
+func newGroupCommitter(st *gormstore.Store, lanes, maxGroup int) *groupCommitter {
+	g := &groupCommitter{store: st, maxGroup: maxGroup}
+	for range lanes {
+		l := &commitLane{}
+		l.cond = sync.NewCond(&l.mu)
+		g.lanes = append(g.lanes, l)
+	}
+	return g
+}
+
+// do runs body in a transaction, possibly shared with other callers',
+// and returns body's error, or the commit's when body succeeded and the
+// commit failed.
+func (g *groupCommitter) do(ctx context.Context, body txBody) error {
+	l := g.lanes[0]
+	if len(g.lanes) > 1 {
+		l = g.lanes[g.next.Add(1)%uint64(len(g.lanes))]
+	}
+	req := &commitRequest{ctx: ctx, body: body}
+	l.mu.Lock()
+	l.queue = append(l.queue, req)
+	for !req.done && l.queue[0] != req {
+		l.cond.Wait()
+	}
+	if req.done {
+		l.mu.Unlock()
+		return req.err
+	}
+	// req leads: it is first in the queue.
+	group := l.queue[:min(len(l.queue), g.maxGroup)]
+	l.mu.Unlock()
+
+	g.run(group)
+
+	l.mu.Lock()
+	for _, r := range group {
+		r.done = true
+	}
+	l.queue = l.queue[len(group):]
+	l.cond.Broadcast() // the done ones return; the new first one leads
+	l.mu.Unlock()
+	return req.err
+}
+
+// run executes a group in one database transaction and sets each
+// member's err.
+func (g *groupCommitter) run(group []*commitRequest) {
+	g.groups.Add(1)
+	g.members.Add(uint64(len(group)))
+	if len(group) == 1 {
+		r := group[0]
+		r.err = g.store.InTx(r.ctx, func(ctx context.Context, tx store.Tx) error {
+			return callBody(ctx, tx, r.body)
+		})
+		return
+	}
+	// The group's transaction must not end with its leader's context:
+	// the others' work is in it.
+	ctx := context.WithoutCancel(group[0].ctx)
+	err := g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
+		db := tx.(*gormstore.Store).DB()
+		for i, r := range group {
+			sp := fmt.Sprintf("goxpdl_member_%d", i)
+			// Raw statements: gorm's SavePoint and RollbackTo drop the
+			// database's errors on some dialects. (Same syntax in both.)
+			if err := db.Exec("SAVEPOINT " + sp).Error; err != nil {
+				return err
+			}
+			if r.err = callBody(r.ctx, tx, r.body); r.err == nil {
+				continue
+			}
+			// Roll the member back alone. When that fails the database
+			// has already rolled the whole transaction back (a deadlock,
+			// an interrupted statement, a lost connection): the group
+			// fails and every member tries again.
+			if err := db.Exec("ROLLBACK TO SAVEPOINT " + sp).Error; err != nil {
+				return fmt.Errorf("%w (after a member failed: %w)", err, r.err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for _, r := range group {
+			if r.err == nil {
+				r.err = err
+			}
+		}
+	}
+}
+
+// callBody runs body, turning a panic into an error so that one run's
+// bug cannot strand the callers queued behind it.
+func callBody(ctx context.Context, tx store.Tx, body txBody) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("engine transaction panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return body(ctx, tx)
+}

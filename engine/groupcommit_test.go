@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/dbtest"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
+)
+
+// scratch is a table the group-commit tests write to.
+type scratch struct {
+	Key string `gorm:"primaryKey;size:64"`
+}
+
+func (scratch) TableName() string { return "goxpdl_test_scratch" }
+
+func newScratchCommitter(t *testing.T, db *gorm.DB) *groupCommitter {
+	t.Helper()
+	require.NoError(t, db.Migrator().DropTable(&scratch{}))
+	require.NoError(t, db.AutoMigrate(&scratch{}))
+	st, err := gormstore.New(db)
+	require.NoError(t, err)
+	return newGroupCommitter(st, 1, maxCommitGroup)
+}
+
+func insertScratch(key string) txBody {
+	return func(ctx context.Context, tx store.Tx) error {
+		return tx.(*gormstore.Store).DB().WithContext(ctx).Create(&scratch{Key: key}).Error
+	}
+}
+
+func scratchKeys(t *testing.T, db *gorm.DB) []string {
+	t.Helper()
+	var keys []string
+	require.NoError(t, db.Model(&scratch{}).Order("`key`").Pluck("key", &keys).Error)
+	return keys
+}
+
+func TestGroupCommitRollsBackAFailedMemberAlone(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		g := newScratchCommitter(t, db)
+		errBusiness := errors.New("refused")
+		group := []*commitRequest{
+			{ctx: t.Context(), body: insertScratch("a")},
+			{ctx: t.Context(), body: func(ctx context.Context, tx store.Tx) error {
+				if err := insertScratch("b")(ctx, tx); err != nil {
+					return err
+				}
+				return errBusiness // after its write: the write must go
+			}},
+			{ctx: t.Context(), body: func(ctx context.Context, tx store.Tx) error {
+				if err := insertScratch("c")(ctx, tx); err != nil {
+					return err
+				}
+				panic("bug in a run")
+			}},
+			{ctx: t.Context(), body: insertScratch("d")},
+		}
+		g.run(group)
+
+		require.NoError(t, group[0].err)
+		require.ErrorIs(t, group[1].err, errBusiness)
+		require.ErrorContains(t, group[2].err, "panicked: bug in a run")
+		require.NoError(t, group[3].err)
+		require.Equal(t, []string{"a", "d"}, scratchKeys(t, db))
+	})
+}
+
+func TestGroupCommitFailsEveryMemberWhenTheTransactionIsLost(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		g := newScratchCommitter(t, db)
+		errLost := errors.New("deadlock victim")
+		group := []*commitRequest{
+			{ctx: t.Context(), body: insertScratch("a")},
+			{ctx: t.Context(), body: func(ctx context.Context, tx store.Tx) error {
+				// What the database does to a deadlock victim: the whole
+				// transaction is rolled back, savepoints included.
+				if err := tx.(*gormstore.Store).DB().WithContext(ctx).Exec("ROLLBACK").Error; err != nil {
+					return err
+				}
+				return errLost
+			}},
+			{ctx: t.Context(), body: insertScratch("c")},
+		}
+		g.run(group)
+
+		// a's write was lost with the transaction: a must not be told it
+		// committed.
+		require.Error(t, group[0].err)
+		require.ErrorIs(t, group[1].err, errLost)
+		require.Error(t, group[2].err)
+		require.Empty(t, scratchKeys(t, db))
+	})
+}
+
+func TestGroupCommitRunsConcurrentCallersExactlyOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		g := newScratchCommitter(t, db)
+		const callers = 40
+		errs := make([]error, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				errs[i] = g.do(t.Context(), insertScratch(fmt.Sprintf("k%02d", i)))
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "caller %d", i)
+		}
+		require.Len(t, scratchKeys(t, db), callers)
+		require.Equal(t, uint64(callers), g.members.Load())
+		require.LessOrEqual(t, g.groups.Load(), uint64(callers))
+	})
+}
+
+// A cached instance that changed underneath (another node, a host's
+// transaction) makes the run conflict on the instance's version and retry
+// from the database; the result is the same as without the cache.
+func TestStaleCachedInstanceIsFencedByItsVersion(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		e, err := New(Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		require.NoError(t, err)
+		ctx := t.Context()
+		_, err = e.Deploy(ctx, []byte(xpdltest.Package(xpdltest.Process("p", "",
+			xpdltest.Activity("M", `<Implementation><No/></Implementation><Performer>clerk</Performer>`, "", "")+
+				xpdltest.Activity("A", `<Route/>`, "", ""),
+			xpdltest.Transition("t1", "M>A")))))
+		require.NoError(t, err)
+		id, err := e.StartProcess(ctx, StartOptions{Package: "pkg"})
+		require.NoError(t, err)
+		require.NoError(t, e.Start(ctx))
+		t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
+		require.NoError(t, e.WaitIdle(ctx))
+
+		snap, ok := e.instances.get(id)
+		require.True(t, ok, "the run that offered M cached the instance")
+		// Someone else changes the instance.
+		require.NoError(t, db.Exec("UPDATE goxpdl_process_instances SET version = version + 1 WHERE id = ?", id).Error)
+
+		var m int64
+		for _, a := range snap.acts {
+			if a.ActivityDefID == "M" {
+				m = a.ID
+			}
+		}
+		require.NoError(t, e.handle(ctx, store.Event{ProcessInstanceID: id, Kind: evActivityStart, Payload: mustJSON(payload{Activity: m})}))
+		require.Equal(t, uint64(1), e.Stats().Conflicts)
+		fresh, ok := e.instances.get(id)
+		require.True(t, ok)
+		require.Equal(t, snap.pi.Version+2, fresh.pi.Version, "the retry read the bumped version and wrote the next")
+
+		items, err := e.WorkItems(ctx, WorkItemFilter(id))
+		require.NoError(t, err)
+		require.Len(t, items, 1)
+		require.NoError(t, e.CompleteWorkItem(ctx, items[0].ID, nil))
+		require.NoError(t, e.WaitIdle(ctx))
+		inst, err := e.Instance(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, string(wftype.ProcessCompleted), inst.State)
+	})
+}
