@@ -206,3 +206,23 @@ func sortedSet(s []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// Map names what p stands for in the organisation: a HUMAN participant
+// for a user, a ROLE for a role, an ORGANIZATIONAL_UNIT for a unit (see
+// Mapper). A SYSTEM participant maps to itself.
+func (d *OrgDirectory) Map(_ context.Context, p Participant) (Participant, error) {
+	t, err := d.target(p)
+	if err != nil {
+		return Participant{}, err
+	}
+	switch {
+	case p.Kind == KindSystem:
+		return p, nil
+	case t.kind == targetUser:
+		return Participant{ID: t.id, Kind: KindHuman}, nil
+	case t.kind == targetRole:
+		return Participant{ID: t.id, Kind: KindRole}, nil
+	default:
+		return Participant{ID: t.id, Kind: KindOrgUnit}, nil
+	}
+}

@@ -341,3 +341,38 @@ func TestLoadOrgFile(t *testing.T) {
 			": invalid organisation file: the file is 4194305 bytes, more than the limit of 4194304 (4 MiB)")
 	})
 }
+
+func TestMapNamesWhatAParticipantStandsFor(t *testing.T) {
+	t.Parallel()
+	d, err := resource.ParseOrg([]byte(`
+users:
+  - id: alice
+    roles: [manager]
+    units: [sales]
+roles:
+  - id: manager
+units:
+  - id: sales
+participants:
+  Approver: {role: manager}
+  Dept: {unit: sales}
+  Boss: {user: alice}
+`), resource.FormatYAML)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		in, want resource.Participant
+	}{
+		{resource.Participant{ID: "Approver", Kind: resource.KindRole}, resource.Participant{ID: "manager", Kind: resource.KindRole}},
+		{resource.Participant{ID: "Dept", Kind: resource.KindOrgUnit}, resource.Participant{ID: "sales", Kind: resource.KindOrgUnit}},
+		{resource.Participant{ID: "Boss", Kind: resource.KindRole}, resource.Participant{ID: "alice", Kind: resource.KindHuman}},
+		{resource.Participant{ID: "manager", Kind: resource.KindRole}, resource.Participant{ID: "manager", Kind: resource.KindRole}},
+		{resource.Participant{ID: "alice", Kind: resource.KindHuman}, resource.Participant{ID: "alice", Kind: resource.KindHuman}},
+		{resource.Participant{ID: "robot", Kind: resource.KindSystem}, resource.Participant{ID: "robot", Kind: resource.KindSystem}},
+	} {
+		got, err := d.Map(t.Context(), tc.in)
+		require.NoError(t, err, tc.in.ID)
+		require.Equal(t, tc.want, got, tc.in.ID)
+	}
+	_, err = d.Map(t.Context(), resource.Participant{ID: "nobody", Kind: resource.KindRole})
+	require.ErrorIs(t, err, resource.ErrUnknownParticipant)
+}

@@ -116,3 +116,17 @@ func (Anyone) Memberships(context.Context, string) (Memberships, error) {
 
 // IsMember returns true: anyone may act as any participant.
 func (Anyone) IsMember(context.Context, string, Participant) (bool, error) { return true, nil }
+
+// Mapper is implemented by a Directory that can name what a participant
+// stands for as a whole: the user, role or unit of the organisation it
+// maps to (a Participant of kind HUMAN, ROLE or ORGANIZATIONAL_UNIT with
+// the organisation's id). The engine then offers work to the role or unit
+// itself, and its members find it through their Memberships, instead of
+// offering it to each member. Without a Mapper the engine uses the
+// participant's own id and kind.
+type Mapper interface {
+	// Map returns what p stands for; ErrUnknownParticipant when nothing.
+	Map(ctx context.Context, p Participant) (Participant, error)
+}
+
+var _ Mapper = (*OrgDirectory)(nil)
