@@ -118,10 +118,11 @@ func (r *run) offer(a *act) error {
 	if len(a.def.Performers) > 0 {
 		performer = a.def.Performers[0]
 	}
-	wi, err := r.tx.InsertWorkItem(r.ctx, store.WorkItem{
+	item := store.WorkItem{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, State: WorkItemOffered, Performer: performer,
 		CreatedAt: r.now, UpdatedAt: r.now,
-	})
+	}
+	wi, err := r.tx.InsertWorkItem(r.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: item.Assignees})
 	if err != nil {
 		return err
 	}
@@ -250,8 +251,11 @@ func (r *run) withdrawWorkItems() error {
 	}
 	for _, wi := range items {
 		end := r.now
-		if err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, ExpectedState: wi.State, State: WorkItemWithdrawn, Performer: wi.Performer, UpdatedAt: r.now, EndedAt: &end,
+		if _, err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
+			ID: wi.ID, ExpectedState: wi.State, State: WorkItemWithdrawn, Performer: wi.Performer,
+			Owner: wi.Owner, Assignees: wi.Assignees, Priority: wi.Priority, DueAt: wi.DueAt,
+			CompletedBy: wi.CompletedBy, CompletionKey: wi.CompletionKey, Result: wi.Result,
+			UpdatedAt: r.now, EndedAt: &end, VisibleTo: nil,
 		}); err != nil {
 			return err
 		}

@@ -197,9 +197,11 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 			}
 		}
 		end := r.now
-		if err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
+		if _, err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
 			ID: wi.ID, ExpectedState: WorkItemOffered, State: WorkItemCompleted, Performer: wi.Performer,
-			UpdatedAt: r.now, EndedAt: &end,
+			Owner: wi.Owner, Assignees: wi.Assignees, Priority: wi.Priority, DueAt: wi.DueAt,
+			CompletedBy: wi.CompletedBy, CompletionKey: wi.CompletionKey, Result: wi.Result,
+			UpdatedAt: r.now, EndedAt: &end, VisibleTo: nil,
 		}); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return &wftype.StateError{Subject: "workitem", State: "changed", Command: "complete"}

@@ -99,7 +99,10 @@ type Variable struct {
 	Value []byte
 }
 
-// WorkItem is a piece of work offered to a person for an activity instance.
+// WorkItem is a piece of work offered to people for an activity instance.
+// Who sees it in their worklist is not part of the row: that is the
+// visibility the store keeps beside it (InsertWorkItemParams.VisibleTo,
+// UpdateWorkItemParams.VisibleTo).
 type WorkItem struct {
 	// ID is assigned by the store.
 	ID int64
@@ -107,10 +110,38 @@ type WorkItem struct {
 	ProcessInstanceID int64
 	// ActivityInstanceID is the activity instance waiting for the item.
 	ActivityInstanceID int64
+	// ProcessDefID is the id of the XPDL WorkflowProcess of the activity.
+	ProcessDefID string
+	// ActivityDefID is the XPDL Activity id.
+	ActivityDefID string
+	// Name is the item's display name.
+	Name string
 	// State is the work item state.
 	State string
 	// Performer is the participant the item is offered or assigned to.
 	Performer string
+	// Assignees are the principals the item is offered to; nil when none.
+	Assignees []Principal
+	// Owner is the user holding the item once it is allocated or started;
+	// "" while it is offered.
+	Owner string
+	// Priority orders worklists: higher first. Any int but the smallest
+	// int64, which the store rejects.
+	Priority int
+	// DueAt is when the item should be done; nil for no deadline.
+	DueAt *time.Time
+	// Version is the optimistic concurrency counter: 1 after insert, and
+	// incremented by the store on every update.
+	Version int64
+	// CompletedBy is the user who completed the item; "" until then.
+	CompletedBy string
+	// CompletionKey is the idempotency key of the completion: a repeated
+	// completion with the same key is answered with Result instead of
+	// failing.
+	CompletionKey string
+	// Result is the JSON encoding of the completion's outputs, opaque to
+	// the store; nil until completed.
+	Result []byte
 	// CreatedAt is when the work item was created.
 	CreatedAt time.Time
 	// UpdatedAt is when the work item last changed.
@@ -119,6 +150,28 @@ type WorkItem struct {
 	// then.
 	EndedAt *time.Time
 }
+
+// Principal is someone a work item can be offered to or seen by: a user,
+// or a role or organisational unit that users belong to.
+type Principal struct {
+	// Kind says what ID names.
+	Kind PrincipalKind
+	// ID is the user, role or unit id; case-sensitive.
+	ID string
+}
+
+// PrincipalKind is the kind of a Principal.
+type PrincipalKind string
+
+// Principal kinds.
+const (
+	// PrincipalUser is a single user.
+	PrincipalUser PrincipalKind = "user"
+	// PrincipalRole is a role (an XPDL Participant of type ROLE).
+	PrincipalRole PrincipalKind = "role"
+	// PrincipalUnit is an organisational unit.
+	PrincipalUnit PrincipalKind = "unit"
+)
 
 // Event is an entry of the outbox: an event written in the same transaction
 // as the state change that produced it and handed to the scheduler after
@@ -188,4 +241,57 @@ const (
 	SubjectActivity = "activity"
 	// SubjectWorkItem marks a history entry about a work item.
 	SubjectWorkItem = "workitem"
+)
+
+// InboxMessage is a message for a process instance kept until it can be
+// applied: a completion or a signal sent before the activity waiting for it
+// has started, or addressed by the value of a process variable rather than
+// by instance id (correlation by query).
+type InboxMessage struct {
+	// ID is assigned by the store; messages are listed in ID order.
+	ID int64
+	// MessageID is the sender's unique id of the message; inserting the
+	// same MessageID twice is ErrDuplicate.
+	MessageID string
+	// Kind says what the message does when applied, e.g. "complete" or
+	// "signal"; opaque to the store.
+	Kind string
+	// ProcessInstanceID is the target instance; 0 while the message is
+	// correlated by query and not yet resolved.
+	ProcessInstanceID int64
+	// ProcessDefID, Variable and Value correlate by query: the target is
+	// the instance of process ProcessDefID whose variable Variable holds
+	// the JSON value Value.
+	ProcessDefID string
+	// Variable is the name of the correlating variable.
+	Variable string
+	// Value is the JSON encoding of the correlating value.
+	Value []byte
+	// ActivityDefID is the XPDL Activity the message waits for.
+	ActivityDefID string
+	// User is who sent the message.
+	User string
+	// Payload is the message's JSON data.
+	Payload []byte
+	// State is InboxPending, InboxApplied or InboxExpired.
+	State string
+	// Reason says why the message expired, or what applying it did.
+	Reason string
+	// CreatedAt is when the message was received.
+	CreatedAt time.Time
+	// ExpiresAt is when a pending message expires; nil for never.
+	ExpiresAt *time.Time
+	// EndedAt is when the message was applied or expired; nil until then.
+	EndedAt *time.Time
+}
+
+// States of inbox messages.
+const (
+	// InboxPending is a message waiting to be applied.
+	InboxPending = "Pending"
+	// InboxApplied is a message that was applied to its instance.
+	InboxApplied = "Applied"
+	// InboxExpired is a message that expired, or could not be applied,
+	// before it was.
+	InboxExpired = "Expired"
 )

@@ -103,18 +103,48 @@ type Tx interface {
 	// an empty map when it has none.
 	GetVariables(ctx context.Context, processInstanceID int64) (map[string]Variable, error)
 
-	// InsertWorkItem stores a new work item. The ID of item is ignored;
-	// the returned item has its ID.
-	InsertWorkItem(ctx context.Context, item WorkItem) (WorkItem, error)
+	// InsertWorkItem stores a new work item and makes it visible in the
+	// worklists of params.VisibleTo. The ID and Version of params.Item are
+	// ignored; the returned item has its ID and Version 1.
+	InsertWorkItem(ctx context.Context, params InsertWorkItemParams) (WorkItem, error)
 	// GetWorkItem returns the work item with the given id, or ErrNotFound.
 	GetWorkItem(ctx context.Context, id int64) (WorkItem, error)
-	// UpdateWorkItem changes a work item. When params.ExpectedState is not
-	// empty the change is made only if the item is still in that state,
-	// and ErrConflict is returned otherwise. ErrNotFound means there is no
-	// such item.
-	UpdateWorkItem(ctx context.Context, params UpdateWorkItemParams) error
+	// UpdateWorkItem changes a work item and replaces its visibility, and
+	// returns the new version. When params.ExpectedVersion is not 0 the
+	// change is made only if the item still has that version, and when
+	// params.ExpectedState is not empty only if it is still in that state;
+	// ErrConflict is returned otherwise. ErrNotFound means there is no
+	// such item. Neither changes anything.
+	UpdateWorkItem(ctx context.Context, params UpdateWorkItemParams) (int64, error)
 	// ListWorkItems returns work items matching the filter, in ID order.
 	ListWorkItems(ctx context.Context, params ListWorkItemsParams) ([]WorkItem, error)
+	// ListWorklist returns one page of the work items visible to any of
+	// params.Principals, ordered by Priority descending then ID
+	// ascending; an item visible through several principals appears
+	// once. Walk the pages by passing the Priority and ID of the last item
+	// of a page as params.After of the next; the walk neither repeats nor
+	// skips items that do not change meanwhile.
+	ListWorklist(ctx context.Context, params ListWorklistParams) ([]WorkItem, error)
+
+	// InsertInboxMessage stores a new inbox message. It returns
+	// ErrDuplicate when the MessageID is already stored. The ID of msg is
+	// ignored; the returned message has its ID.
+	InsertInboxMessage(ctx context.Context, msg InboxMessage) (InboxMessage, error)
+	// GetInboxMessage returns the inbox message with the given MessageID,
+	// or ErrNotFound.
+	GetInboxMessage(ctx context.Context, messageID string) (InboxMessage, error)
+	// ListInbox returns inbox messages matching the filter, in ID order.
+	ListInbox(ctx context.Context, params ListInboxParams) ([]InboxMessage, error)
+	// UpdateInboxMessage changes an inbox message. When
+	// params.ExpectedState is not empty the change is made only if the
+	// message is still in that state, and ErrConflict is returned
+	// otherwise. ErrNotFound means there is no such message.
+	UpdateInboxMessage(ctx context.Context, params UpdateInboxMessageParams) error
+	// FindProcessInstancesByVariable returns, in ID order, the process
+	// instances of process params.ProcessDefID whose variable params.Name
+	// holds exactly the JSON value params.Value (byte for byte, as
+	// stored): how a message correlated by query finds its instance.
+	FindProcessInstancesByVariable(ctx context.Context, params FindByVariableParams) ([]int64, error)
 
 	// InsertEvents writes events to the outbox, all or none. When an
 	// EventID is already stored (or appears twice in events) it returns
@@ -241,11 +271,25 @@ type ListActivityInstancesParams struct {
 	States []string
 }
 
+// InsertWorkItemParams are the arguments of Tx.InsertWorkItem.
+type InsertWorkItemParams struct {
+	// Item is the work item to store.
+	Item WorkItem
+	// VisibleTo are the principals whose worklists show the item; empty
+	// for none. Duplicates are stored once.
+	VisibleTo []Principal
+}
+
 // UpdateWorkItemParams are the arguments of Tx.UpdateWorkItem. State,
-// Performer, UpdatedAt and EndedAt replace the stored values.
+// Performer, Owner, Assignees, Priority, DueAt, CompletedBy,
+// CompletionKey, Result, UpdatedAt and EndedAt replace the stored values,
+// and VisibleTo replaces the item's visibility.
 type UpdateWorkItemParams struct {
 	// ID is the work item to change.
 	ID int64
+	// ExpectedVersion, when not 0, makes the change conditional on the
+	// item still having this version.
+	ExpectedVersion int64
 	// ExpectedState, when not empty, makes the change conditional on the
 	// item still being in this state.
 	ExpectedState string
@@ -253,10 +297,28 @@ type UpdateWorkItemParams struct {
 	State string
 	// Performer is the new performer.
 	Performer string
+	// Owner is the new owner ("" while offered).
+	Owner string
+	// Assignees are the new assignees (nil clears them).
+	Assignees []Principal
+	// Priority is the new priority.
+	Priority int
+	// DueAt is the new deadline (nil clears it).
+	DueAt *time.Time
+	// CompletedBy is the user who completed the item.
+	CompletedBy string
+	// CompletionKey is the idempotency key of the completion.
+	CompletionKey string
+	// Result is the JSON of the completion's outputs (nil clears it).
+	Result []byte
 	// UpdatedAt is the time of the change.
 	UpdatedAt time.Time
 	// EndedAt is the new end time (nil clears it).
 	EndedAt *time.Time
+	// VisibleTo are the principals whose worklists show the item from now
+	// on; empty takes it out of every worklist, as for a completed or
+	// withdrawn item. Duplicates are stored once.
+	VisibleTo []Principal
 }
 
 // ListWorkItemsParams filter Tx.ListWorkItems. Zero fields do not filter.
@@ -264,11 +326,114 @@ type ListWorkItemsParams struct {
 	// ProcessInstanceID, when not 0, keeps only items of that process
 	// instance.
 	ProcessInstanceID int64
+	// ActivityInstanceID, when not 0, keeps only items of that activity
+	// instance.
+	ActivityInstanceID int64
 	// States, when not empty, keeps only items in one of these states.
 	States []string
 	// AfterID keeps only items whose ID is greater.
 	AfterID int64
 	// Limit, when greater than 0, is the most items returned.
+	Limit int
+}
+
+// MaxWorklistLimit is the largest ListWorklistParams.Limit.
+const MaxWorklistLimit = 1000
+
+// ListWorklistParams are the arguments of Tx.ListWorklist. The filters
+// apply to the item as it is now; empty or nil filters do not filter.
+type ListWorklistParams struct {
+	// Principals are whose worklist it is, typically a user and the roles
+	// and units they belong to; required.
+	Principals []Principal
+	// States, when not empty, keeps only items in one of these states.
+	States []string
+	// ProcessDefIDs, when not empty, keeps only items of these processes.
+	ProcessDefIDs []string
+	// ActivityDefIDs, when not empty, keeps only items of these
+	// activities.
+	ActivityDefIDs []string
+	// MinPriority, when not nil, keeps only items with at least this
+	// priority.
+	MinPriority *int
+	// DueBefore, when not nil, keeps only items with a DueAt before it.
+	DueBefore *time.Time
+	// After, when not nil, continues the walk after the item it names:
+	// the page starts with the items of lower priority, or of the same
+	// priority and a greater ID.
+	After *WorklistCursor
+	// Limit is the most items returned; required, 1 to
+	// MaxWorklistLimit.
+	Limit int
+}
+
+// WorklistCursor names a position in a worklist: the Priority and ID of
+// the last item of the previous page.
+type WorklistCursor struct {
+	// Priority is the item's priority.
+	Priority int
+	// ID is the item's ID.
+	ID int64
+}
+
+// ListInboxParams filter Tx.ListInbox. Zero fields do not filter.
+type ListInboxParams struct {
+	// ProcessInstanceID, when not 0, keeps only messages for that
+	// process instance.
+	ProcessInstanceID int64
+	// Unmatched keeps only messages correlated by query whose instance is
+	// not yet known (ProcessInstanceID 0).
+	Unmatched bool
+	// ProcessDefID, when not empty, keeps only messages correlated by
+	// query to instances of that process.
+	ProcessDefID string
+	// ActivityDefID, when not empty, keeps only messages waiting for that
+	// activity.
+	ActivityDefID string
+	// States, when not empty, keeps only messages in one of these states.
+	States []string
+	// ExpiresBefore, when not nil, keeps only messages with an ExpiresAt
+	// before it.
+	ExpiresBefore *time.Time
+	// AfterID keeps only messages whose ID is greater.
+	AfterID int64
+	// Limit, when greater than 0, is the most messages returned.
+	Limit int
+}
+
+// UpdateInboxMessageParams are the arguments of Tx.UpdateInboxMessage.
+// State, Reason, ProcessInstanceID and EndedAt replace the stored values.
+type UpdateInboxMessageParams struct {
+	// ID is the message (InboxMessage.ID) to change.
+	ID int64
+	// ExpectedState, when not empty, makes the change conditional on the
+	// message still being in this state.
+	ExpectedState string
+	// State is the new state.
+	State string
+	// Reason is the new reason ("" clears it).
+	Reason string
+	// ProcessInstanceID is the target instance, once correlation resolved
+	// it.
+	ProcessInstanceID int64
+	// EndedAt is the new end time (nil clears it).
+	EndedAt *time.Time
+}
+
+// FindByVariableParams are the arguments of
+// Tx.FindProcessInstancesByVariable.
+type FindByVariableParams struct {
+	// ProcessDefID is the XPDL WorkflowProcess id of the instances;
+	// required.
+	ProcessDefID string
+	// Name is the variable's name; required.
+	Name string
+	// Value is the JSON encoding the variable must hold; required.
+	Value []byte
+	// States, when not empty, keeps only instances in one of these
+	// states.
+	States []string
+	// Limit, when greater than 0, is the most instance ids returned.
 	Limit int
 }
 

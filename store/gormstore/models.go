@@ -1,6 +1,8 @@
 package gormstore
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/goxpdl/goxpdl/store"
@@ -30,6 +32,8 @@ const (
 	tableActivityInstances = "goxpdl_activity_instances"
 	tableVariables         = "goxpdl_variables"
 	tableWorkItems         = "goxpdl_work_items"
+	tableVisibility        = "goxpdl_work_item_visibility"
+	tableInbox             = "goxpdl_inbox"
 	tableEvents            = "goxpdl_events"
 	tableHistory           = "goxpdl_history"
 )
@@ -79,27 +83,68 @@ type activityInstanceModel struct {
 
 func (activityInstanceModel) TableName() string { return tableActivityInstances }
 
+// variableModel is a process variable. The index (name, value) serves
+// correlation by query (FindProcessInstancesByVariable): MySQL cannot
+// index a whole BLOB, so it indexes the first 255 bytes of the value and
+// compares the rest in the row; SQLite ignores the length and indexes
+// the whole value.
 type variableModel struct {
 	ProcessInstanceID int64  `gorm:"column:process_instance_id;primaryKey;autoIncrement:false"`
-	Name              string `gorm:"column:name;primaryKey;size:255"`
+	Name              string `gorm:"column:name;primaryKey;size:255;index:goxpdl_variables_value,priority:1"`
 	Type              string `gorm:"column:type;size:64;not null"`
-	Value             []byte `gorm:"column:value"`
+	Value             []byte `gorm:"column:value;index:goxpdl_variables_value,priority:2,length:255"`
 }
 
 func (variableModel) TableName() string { return tableVariables }
 
+// workItemModel is a work item. Assignees is the JSON of []principalJSON.
 type workItemModel struct {
 	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement"`
 	ProcessInstanceID  int64      `gorm:"column:process_instance_id;not null;index:goxpdl_work_items_process_state,priority:1"`
 	ActivityInstanceID int64      `gorm:"column:activity_instance_id;not null;index:goxpdl_work_items_activity"`
+	ProcessDefID       string     `gorm:"column:process_def_id;size:255;not null"`
+	ActivityDefID      string     `gorm:"column:activity_def_id;size:255;not null"`
+	Name               string     `gorm:"column:name;type:text;not null"`
 	State              string     `gorm:"column:state;size:64;not null;index:goxpdl_work_items_process_state,priority:2;index:goxpdl_work_items_state"`
 	Performer          string     `gorm:"column:performer;size:255;not null"`
+	Assignees          []byte     `gorm:"column:assignees"`
+	Owner              string     `gorm:"column:owner;size:255;not null"`
+	Priority           int        `gorm:"column:priority;not null"`
+	DueAt              *time.Time `gorm:"column:due_at;precision:6"`
+	Version            int64      `gorm:"column:version;not null"`
+	CompletedBy        string     `gorm:"column:completed_by;size:255;not null"`
+	CompletionKey      string     `gorm:"column:completion_key;size:255;not null"`
+	Result             []byte     `gorm:"column:result"`
 	CreatedAt          time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt          time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
 	EndedAt            *time.Time `gorm:"column:ended_at;precision:6"`
 }
 
 func (workItemModel) TableName() string { return tableWorkItems }
+
+// visibilityModel is the worklist index: one row per work item and
+// principal that sees it. The primary key is the worklist's order within
+// one principal, so that a page is a range scan of the key that stops
+// after LIMIT rows: worklists are ordered by priority descending and id
+// ascending, and neg_priority holds -priority so that one ascending key
+// serves both (MariaDB before 10.8 ignores DESC in index definitions).
+// The other columns copy what worklist filters test, so that a filter is
+// checked in the index rather than in the work item row; the index
+// goxpdl_work_item_visibility_process serves the process filter, the most
+// selective one, the same way. goxpdl_work_item_visibility_item finds an
+// item's rows to replace them.
+type visibilityModel struct {
+	PrincipalKind string     `gorm:"column:principal_kind;primaryKey;size:32;index:goxpdl_work_item_visibility_process,priority:1"`
+	PrincipalID   string     `gorm:"column:principal_id;primaryKey;size:255;index:goxpdl_work_item_visibility_process,priority:2"`
+	NegPriority   int64      `gorm:"column:neg_priority;primaryKey;autoIncrement:false;index:goxpdl_work_item_visibility_process,priority:4"`
+	WorkItemID    int64      `gorm:"column:work_item_id;primaryKey;autoIncrement:false;index:goxpdl_work_item_visibility_process,priority:5;index:goxpdl_work_item_visibility_item"`
+	ProcessDefID  string     `gorm:"column:process_def_id;size:255;not null;index:goxpdl_work_item_visibility_process,priority:3"`
+	ActivityDefID string     `gorm:"column:activity_def_id;size:255;not null"`
+	State         string     `gorm:"column:state;size:64;not null"`
+	DueAt         *time.Time `gorm:"column:due_at;precision:6"`
+}
+
+func (visibilityModel) TableName() string { return tableVisibility }
 
 // eventModel is the outbox. The claim query is "unprocessed, available,
 // unclaimed, in ID order, LIMIT n"; the index (processed_at, id) lets both
@@ -140,6 +185,30 @@ type historyModel struct {
 
 func (historyModel) TableName() string { return tableHistory }
 
+// inboxModel is the correlation inbox. goxpdl_inbox_target serves the
+// lookup of what waits for an activity of an instance, or with instance 0
+// of the messages still to be correlated by query, in ID order;
+// goxpdl_inbox_expiry serves the sweep for expired pending messages.
+type inboxModel struct {
+	ID                int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_inbox_target,priority:3"`
+	MessageID         string     `gorm:"column:message_id;size:255;not null;uniqueIndex:goxpdl_inbox_message_id"`
+	Kind              string     `gorm:"column:kind;size:128;not null"`
+	ProcessInstanceID int64      `gorm:"column:process_instance_id;not null;index:goxpdl_inbox_target,priority:1"`
+	ProcessDefID      string     `gorm:"column:process_def_id;size:255;not null"`
+	Variable          string     `gorm:"column:variable;size:255;not null"`
+	Value             []byte     `gorm:"column:value"`
+	ActivityDefID     string     `gorm:"column:activity_def_id;size:255;not null;index:goxpdl_inbox_target,priority:2"`
+	User              string     `gorm:"column:user;size:255;not null"`
+	Payload           []byte     `gorm:"column:payload"`
+	State             string     `gorm:"column:state;size:64;not null;index:goxpdl_inbox_expiry,priority:1"`
+	Reason            string     `gorm:"column:reason;type:text;not null"`
+	CreatedAt         time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
+	ExpiresAt         *time.Time `gorm:"column:expires_at;precision:6;index:goxpdl_inbox_expiry,priority:2"`
+	EndedAt           *time.Time `gorm:"column:ended_at;precision:6"`
+}
+
+func (inboxModel) TableName() string { return tableInbox }
+
 // allModels lists the models Migrate creates, in dependency order.
 var allModels = []any{
 	&definitionModel{},
@@ -147,8 +216,10 @@ var allModels = []any{
 	&activityInstanceModel{},
 	&variableModel{},
 	&workItemModel{},
+	&visibilityModel{},
 	&eventModel{},
 	&historyModel{},
+	&inboxModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through
@@ -304,25 +375,106 @@ func workItemFromRow(r store.WorkItem) workItemModel {
 		ID:                 r.ID,
 		ProcessInstanceID:  r.ProcessInstanceID,
 		ActivityInstanceID: r.ActivityInstanceID,
+		ProcessDefID:       r.ProcessDefID,
+		ActivityDefID:      r.ActivityDefID,
+		Name:               r.Name,
 		State:              r.State,
 		Performer:          r.Performer,
+		Assignees:          dbPrincipals(r.Assignees),
+		Owner:              r.Owner,
+		Priority:           r.Priority,
+		DueAt:              dbTimePtr(r.DueAt),
+		Version:            r.Version,
+		CompletedBy:        r.CompletedBy,
+		CompletionKey:      r.CompletionKey,
+		Result:             dbBytes(r.Result),
 		CreatedAt:          dbTime(r.CreatedAt),
 		UpdatedAt:          dbTime(r.UpdatedAt),
 		EndedAt:            dbTimePtr(r.EndedAt),
 	}
 }
 
-func (m *workItemModel) row() store.WorkItem {
+func (m *workItemModel) row() (store.WorkItem, error) {
+	assignees, err := rowPrincipals(m.Assignees)
+	if err != nil {
+		return store.WorkItem{}, fmt.Errorf("work item %d: assignees: %w", m.ID, err)
+	}
 	return store.WorkItem{
 		ID:                 m.ID,
 		ProcessInstanceID:  m.ProcessInstanceID,
 		ActivityInstanceID: m.ActivityInstanceID,
+		ProcessDefID:       m.ProcessDefID,
+		ActivityDefID:      m.ActivityDefID,
+		Name:               m.Name,
 		State:              m.State,
 		Performer:          m.Performer,
+		Assignees:          assignees,
+		Owner:              m.Owner,
+		Priority:           m.Priority,
+		DueAt:              rowTimePtr(m.DueAt),
+		Version:            m.Version,
+		CompletedBy:        m.CompletedBy,
+		CompletionKey:      m.CompletionKey,
+		Result:             rowBytes(m.Result),
 		CreatedAt:          rowTime(m.CreatedAt),
 		UpdatedAt:          rowTime(m.UpdatedAt),
 		EndedAt:            rowTimePtr(m.EndedAt),
+	}, nil
+}
+
+// workItemRows converts models read from the database.
+func workItemRows(ms []workItemModel) ([]store.WorkItem, error) {
+	out := make([]store.WorkItem, len(ms))
+	for i := range ms {
+		var err error
+		if out[i], err = ms[i].row(); err != nil {
+			return nil, err
+		}
 	}
+	return out, nil
+}
+
+// principalJSON is how a principal is stored in JSON: with its own field
+// names, so that renaming the Go fields does not change stored data.
+type principalJSON struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+// dbPrincipals is the JSON of ps; nil (NULL) when ps is empty.
+func dbPrincipals(ps []store.Principal) []byte {
+	if len(ps) == 0 {
+		return nil
+	}
+	js := make([]principalJSON, len(ps))
+	for i, p := range ps {
+		js[i] = principalJSON{Kind: string(p.Kind), ID: p.ID}
+	}
+	b, err := json.Marshal(js)
+	if err != nil {
+		panic(fmt.Sprintf("gormstore: marshal principals: %v", err)) // strings always marshal
+	}
+	return b
+}
+
+// rowPrincipals reads what dbPrincipals wrote; nil for NULL or an empty
+// list.
+func rowPrincipals(b []byte) ([]store.Principal, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var js []principalJSON
+	if err := json.Unmarshal(b, &js); err != nil {
+		return nil, err
+	}
+	if len(js) == 0 {
+		return nil, nil
+	}
+	ps := make([]store.Principal, len(js))
+	for i, j := range js {
+		ps[i] = store.Principal{Kind: store.PrincipalKind(j.Kind), ID: j.ID}
+	}
+	return ps, nil
 }
 
 func (m *eventModel) row() store.Event {
@@ -368,5 +520,45 @@ func (m *historyModel) row() store.HistoryEntry {
 		Actor:              m.Actor,
 		Data:               rowBytes(m.Data),
 		At:                 rowTime(m.At),
+	}
+}
+
+func inboxFromRow(r store.InboxMessage) inboxModel {
+	return inboxModel{
+		ID:                r.ID,
+		MessageID:         r.MessageID,
+		Kind:              r.Kind,
+		ProcessInstanceID: r.ProcessInstanceID,
+		ProcessDefID:      r.ProcessDefID,
+		Variable:          r.Variable,
+		Value:             dbBytes(r.Value),
+		ActivityDefID:     r.ActivityDefID,
+		User:              r.User,
+		Payload:           dbBytes(r.Payload),
+		State:             r.State,
+		Reason:            r.Reason,
+		CreatedAt:         dbTime(r.CreatedAt),
+		ExpiresAt:         dbTimePtr(r.ExpiresAt),
+		EndedAt:           dbTimePtr(r.EndedAt),
+	}
+}
+
+func (m *inboxModel) row() store.InboxMessage {
+	return store.InboxMessage{
+		ID:                m.ID,
+		MessageID:         m.MessageID,
+		Kind:              m.Kind,
+		ProcessInstanceID: m.ProcessInstanceID,
+		ProcessDefID:      m.ProcessDefID,
+		Variable:          m.Variable,
+		Value:             rowBytes(m.Value),
+		ActivityDefID:     m.ActivityDefID,
+		User:              m.User,
+		Payload:           rowBytes(m.Payload),
+		State:             m.State,
+		Reason:            m.Reason,
+		CreatedAt:         rowTime(m.CreatedAt),
+		ExpiresAt:         rowTimePtr(m.ExpiresAt),
+		EndedAt:           rowTimePtr(m.EndedAt),
 	}
 }

@@ -5,23 +5,39 @@ import (
 	"errors"
 	"fmt"
 
+	"gorm.io/gorm"
+
 	"github.com/goxpdl/goxpdl/store"
 )
 
-// InsertWorkItem implements store.Tx.
-func (s *Store) InsertWorkItem(ctx context.Context, item store.WorkItem) (store.WorkItem, error) {
+// InsertWorkItem implements store.Tx: the item and its visibility rows in
+// one transaction.
+func (s *Store) InsertWorkItem(ctx context.Context, params store.InsertWorkItemParams) (store.WorkItem, error) {
+	item := params.Item
 	if err := errors.Join(
 		requireTime("insert work item: created at", item.CreatedAt),
 		requireTime("insert work item: updated at", item.UpdatedAt),
+		requirePriority("insert work item", item.Priority),
 	); err != nil {
+		return store.WorkItem{}, err
+	}
+	visible, err := principalSet("insert work item: visible to", params.VisibleTo)
+	if err != nil {
 		return store.WorkItem{}, err
 	}
 	m := workItemFromRow(item)
 	m.ID = 0
-	if err := s.db.WithContext(ctx).Create(&m).Error; err != nil {
+	m.Version = 1
+	err = s.atomic(ctx, func(db *gorm.DB) error {
+		if err := db.Create(&m).Error; err != nil {
+			return err
+		}
+		return s.within(db).insertVisibility(ctx, &m, visible)
+	})
+	if err != nil {
 		return store.WorkItem{}, wrap(err, "insert work item")
 	}
-	return m.row(), nil
+	return m.row()
 }
 
 // GetWorkItem implements store.Tx.
@@ -30,44 +46,77 @@ func (s *Store) GetWorkItem(ctx context.Context, id int64) (store.WorkItem, erro
 	if err := s.db.WithContext(ctx).Take(&m, "id = ?", id).Error; err != nil {
 		return store.WorkItem{}, wrap(err, "get work item %d", id)
 	}
-	return m.row(), nil
+	wi, err := m.row()
+	if err != nil {
+		return store.WorkItem{}, fmt.Errorf("get work item %d: %w", id, err)
+	}
+	return wi, nil
 }
 
-// UpdateWorkItem implements store.Tx.
-func (s *Store) UpdateWorkItem(ctx context.Context, params store.UpdateWorkItemParams) error {
-	if err := requireTime("update work item: updated at", params.UpdatedAt); err != nil {
-		return err
+// UpdateWorkItem implements store.Tx: one UPDATE ... WHERE id = ? [AND
+// version = ?] [AND state = ?] that also increments the version, then a
+// read of the row, which tells a failed check (ErrConflict) from a missing
+// row (ErrNotFound) and supplies the new version and the columns the
+// visibility rows copy; then the item's visibility rows are replaced. The
+// version always changes, so MySQL, which counts changed rather than
+// matched rows, reports one row for every successful update.
+func (s *Store) UpdateWorkItem(ctx context.Context, params store.UpdateWorkItemParams) (int64, error) {
+	if err := errors.Join(
+		requireTime("update work item: updated at", params.UpdatedAt),
+		requirePriority("update work item", params.Priority),
+	); err != nil {
+		return 0, err
 	}
-	db := s.db.WithContext(ctx)
-	q := db.Model(&workItemModel{}).Where("id = ?", params.ID)
-	if params.ExpectedState != "" {
-		q = q.Where("state = ?", params.ExpectedState)
+	visible, err := principalSet("update work item: visible to", params.VisibleTo)
+	if err != nil {
+		return 0, err
 	}
-	res := q.Updates(map[string]any{
-		"state":      params.State,
-		"performer":  params.Performer,
-		"updated_at": dbTime(params.UpdatedAt),
-		"ended_at":   dbTimePtr(params.EndedAt),
+	var version int64
+	err = s.atomic(ctx, func(db *gorm.DB) error {
+		q := db.Model(&workItemModel{}).Where("id = ?", params.ID)
+		if params.ExpectedVersion != 0 {
+			q = q.Where("version = ?", params.ExpectedVersion)
+		}
+		if params.ExpectedState != "" {
+			q = q.Where("state = ?", params.ExpectedState)
+		}
+		res := q.Updates(map[string]any{
+			"state":          params.State,
+			"performer":      params.Performer,
+			"owner":          params.Owner,
+			"assignees":      dbPrincipals(params.Assignees),
+			"priority":       params.Priority,
+			"due_at":         dbTimePtr(params.DueAt),
+			"completed_by":   params.CompletedBy,
+			"completion_key": params.CompletionKey,
+			"result":         dbBytes(params.Result),
+			"updated_at":     dbTime(params.UpdatedAt),
+			"ended_at":       dbTimePtr(params.EndedAt),
+			"version":        gorm.Expr("version + 1"),
+		})
+		if res.Error != nil {
+			return res.Error
+		}
+		var cur workItemModel
+		err := db.Select("id", "process_def_id", "activity_def_id", "state", "version").Take(&cur, "id = ?", params.ID).Error
+		if err != nil {
+			return err // ErrRecordNotFound when there is no such item
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("expected version %d, state %q; found version %d, state %q: %w",
+				params.ExpectedVersion, params.ExpectedState, cur.Version, cur.State, store.ErrConflict)
+		}
+		version = cur.Version
+		if err := db.Where("work_item_id = ?", params.ID).Delete(&visibilityModel{}).Error; err != nil {
+			return err
+		}
+		cur.Priority, cur.State, cur.DueAt = params.Priority, params.State, dbTimePtr(params.DueAt)
+		return s.within(db).insertVisibility(ctx, &cur, visible)
 	})
-	if res.Error != nil {
-		return wrap(res.Error, "update work item %d", params.ID)
+	if err != nil {
+		return 0, wrap(err, "update work item %d", params.ID)
 	}
-	if res.RowsAffected == 1 {
-		return nil
-	}
-	// No row changed: it does not exist, it left ExpectedState, or (MySQL
-	// counts changed rows, not matched ones) it already had these values.
-	var states []string
-	if err := db.Model(&workItemModel{}).Where("id = ?", params.ID).Pluck("state", &states).Error; err != nil {
-		return wrap(err, "update work item %d", params.ID)
-	}
-	switch {
-	case len(states) == 0:
-		return fmt.Errorf("update work item %d: %w", params.ID, store.ErrNotFound)
-	case params.ExpectedState != "" && states[0] != params.ExpectedState:
-		return fmt.Errorf("update work item %d: expected state %q, found %q: %w", params.ID, params.ExpectedState, states[0], store.ErrConflict)
-	}
-	return nil
+	return version, nil
 }
 
 // ListWorkItems implements store.Tx.
@@ -75,6 +124,9 @@ func (s *Store) ListWorkItems(ctx context.Context, params store.ListWorkItemsPar
 	q := s.db.WithContext(ctx).Order("id")
 	if params.ProcessInstanceID != 0 {
 		q = q.Where("process_instance_id = ?", params.ProcessInstanceID)
+	}
+	if params.ActivityInstanceID != 0 {
+		q = q.Where("activity_instance_id = ?", params.ActivityInstanceID)
 	}
 	if len(params.States) > 0 {
 		q = q.Where("state IN ?", params.States)
@@ -89,9 +141,9 @@ func (s *Store) ListWorkItems(ctx context.Context, params store.ListWorkItemsPar
 	if err := q.Find(&ms).Error; err != nil {
 		return nil, wrap(err, "list work items")
 	}
-	out := make([]store.WorkItem, len(ms))
-	for i := range ms {
-		out[i] = ms[i].row()
+	out, err := workItemRows(ms)
+	if err != nil {
+		return nil, fmt.Errorf("list work items: %w", err)
 	}
 	return out, nil
 }

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,91 +11,239 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 )
 
+var (
+	alice   = store.Principal{Kind: store.PrincipalUser, ID: "alice"}
+	bob     = store.Principal{Kind: store.PrincipalUser, ID: "bob"}
+	clerks  = store.Principal{Kind: store.PrincipalRole, ID: "clerks"}
+	bosses  = store.Principal{Kind: store.PrincipalRole, ID: "bosses"}
+	finance = store.Principal{Kind: store.PrincipalUnit, ID: "finance"}
+)
+
+// offered returns an unstored Offered work item of process instance 1.
+func offered(process, activity string, priority int) store.WorkItem {
+	return store.WorkItem{
+		ProcessInstanceID: 1, ActivityInstanceID: 2, ProcessDefID: process, ActivityDefID: activity,
+		Name: activity, State: "Offered", Priority: priority, CreatedAt: t0, UpdatedAt: t0,
+	}
+}
+
+// insertItem stores item, visible to visibleTo.
+func insertItem(t *testing.T, b bundle, item store.WorkItem, visibleTo ...store.Principal) store.WorkItem {
+	t.Helper()
+	wi, err := b.s.InsertWorkItem(b.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: visibleTo})
+	require.NoError(t, err)
+	return wi
+}
+
+// updateOf returns the params of an update that leaves wi as it is, with
+// no version or state check.
+func updateOf(wi store.WorkItem, visibleTo ...store.Principal) store.UpdateWorkItemParams {
+	return store.UpdateWorkItemParams{
+		ID: wi.ID, State: wi.State, Performer: wi.Performer, Owner: wi.Owner, Assignees: wi.Assignees,
+		Priority: wi.Priority, DueAt: wi.DueAt, CompletedBy: wi.CompletedBy, CompletionKey: wi.CompletionKey,
+		Result: wi.Result, UpdatedAt: wi.UpdatedAt, EndedAt: wi.EndedAt, VisibleTo: visibleTo,
+	}
+}
+
 func (h *harness) testWorkItems(t *testing.T) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		b := h.setup(t)
 		in := store.WorkItem{
-			ID: 55, ProcessInstanceID: 3, ActivityInstanceID: 4, State: "Completed", Performer: "alice",
+			ID: 55, ProcessInstanceID: 3, ActivityInstanceID: 4, ProcessDefID: "order", ActivityDefID: "Approve",
+			Name: "Approve order 7", State: "Completed", Performer: "alice",
+			Assignees: []store.Principal{clerks, alice}, Owner: "alice", Priority: -3, DueAt: ptr(at(time.Hour)),
+			Version: 9, CompletedBy: "alice", CompletionKey: "req-1", Result: []byte(`{"ok":true}`),
 			CreatedAt: t0, UpdatedAt: at(time.Second), EndedAt: ptr(at(time.Minute)),
 		}
-		wi, err := b.s.InsertWorkItem(b.ctx, in)
+		wi, err := b.s.InsertWorkItem(b.ctx, store.InsertWorkItemParams{Item: in})
 		require.NoError(t, err)
 		require.NotZero(t, wi.ID)
 		want := in
-		want.ID = wi.ID
-		want.CreatedAt, want.UpdatedAt, want.EndedAt = norm(in.CreatedAt), norm(in.UpdatedAt), normPtr(in.EndedAt)
+		want.ID, want.Version = wi.ID, 1
+		want.CreatedAt, want.UpdatedAt, want.EndedAt, want.DueAt = norm(in.CreatedAt), norm(in.UpdatedAt), normPtr(in.EndedAt), normPtr(in.DueAt)
 		require.Equal(t, want, wi)
 		got, err := b.s.GetWorkItem(b.ctx, wi.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 
-		open, err := b.s.InsertWorkItem(b.ctx, store.WorkItem{ProcessInstanceID: 3, ActivityInstanceID: 5, State: "Offered", CreatedAt: t0, UpdatedAt: t0})
+		open, err := b.s.InsertWorkItem(b.ctx, store.InsertWorkItemParams{Item: store.WorkItem{
+			ProcessInstanceID: 3, ActivityInstanceID: 5, State: "Offered", Assignees: []store.Principal{}, Result: []byte{},
+			CreatedAt: t0, UpdatedAt: t0,
+		}})
 		require.NoError(t, err)
 		got, err = b.s.GetWorkItem(b.ctx, open.ID)
 		require.NoError(t, err)
-		require.Nil(t, got.EndedAt)
-		require.Empty(t, got.Performer)
+		require.Equal(t, store.WorkItem{
+			ID: open.ID, ProcessInstanceID: 3, ActivityInstanceID: 5, State: "Offered", Version: 1,
+			CreatedAt: norm(t0), UpdatedAt: norm(t0),
+		}, got, "empty slices read back as nil, zero values as zero")
 	})
 
 	t.Run("Update", func(t *testing.T) {
 		b := h.setup(t)
-		wi, err := b.s.InsertWorkItem(b.ctx, store.WorkItem{ProcessInstanceID: 1, ActivityInstanceID: 2, State: "Offered", CreatedAt: t0, UpdatedAt: t0})
-		require.NoError(t, err)
+		wi := insertItem(t, b, offered("order", "Approve", 1))
 
-		require.NoError(t, b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, ExpectedState: "Offered", State: "Assigned", Performer: "bob", UpdatedAt: at(time.Second),
-		}))
-		// Setting the same values again is no error (MySQL reports no
-		// changed row for it).
-		require.NoError(t, b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, ExpectedState: "Assigned", State: "Assigned", Performer: "bob", UpdatedAt: at(time.Second),
-		}))
-		// Someone else completed it meanwhile: the stale withdrawal loses.
-		require.NoError(t, b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, ExpectedState: "Assigned", State: "Completed", Performer: "bob",
-			UpdatedAt: at(2 * time.Second), EndedAt: ptr(at(2 * time.Second)),
-		}))
-		err = b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, ExpectedState: "Assigned", State: "Withdrawn", UpdatedAt: at(3 * time.Second), EndedAt: ptr(at(3 * time.Second)),
+		v, err := b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
+			ID: wi.ID, ExpectedState: "Offered", State: "Assigned", Performer: "bob", Owner: "bob",
+			Assignees: []store.Principal{bob}, Priority: 5, DueAt: ptr(at(time.Hour)), UpdatedAt: at(time.Second),
 		})
-		require.ErrorIs(t, err, store.ErrConflict)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), v)
+		// Setting the same values again is no error (MySQL reports no
+		// changed row for it), and it is a new version all the same.
+		v, err = b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
+			ID: wi.ID, ExpectedState: "Assigned", State: "Assigned", Performer: "bob", Owner: "bob",
+			Assignees: []store.Principal{bob}, Priority: 5, DueAt: ptr(at(time.Hour)), UpdatedAt: at(time.Second),
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(3), v)
+		v, err = b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
+			ID: wi.ID, ExpectedVersion: 3, ExpectedState: "Assigned", State: "Completed", Performer: "bob", Owner: "bob",
+			Assignees: []store.Principal{bob}, Priority: 5, DueAt: ptr(at(time.Hour)),
+			CompletedBy: "bob", CompletionKey: "k1", Result: []byte(`{"x":1}`),
+			UpdatedAt: at(2 * time.Second), EndedAt: ptr(at(2 * time.Second)),
+		})
+		require.NoError(t, err)
+		require.Equal(t, int64(4), v)
 
 		got, err := b.s.GetWorkItem(b.ctx, wi.ID)
 		require.NoError(t, err)
 		want := wi
-		want.State, want.Performer = "Completed", "bob"
+		want.State, want.Performer, want.Owner, want.Assignees, want.Priority = "Completed", "bob", "bob", []store.Principal{bob}, 5
+		want.DueAt, want.Version, want.CompletedBy, want.CompletionKey, want.Result = normPtr(ptr(at(time.Hour))), 4, "bob", "k1", []byte(`{"x":1}`)
 		want.UpdatedAt, want.EndedAt = norm(at(2*time.Second)), normPtr(ptr(at(2*time.Second)))
 		require.Equal(t, want, got)
 
-		// Without ExpectedState the update is unconditional.
-		require.NoError(t, b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, State: "Offered", UpdatedAt: at(4 * time.Second),
-		}))
+		// Without checks the update is unconditional, and it replaces:
+		// zero values clear the fields.
+		v, err = b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{ID: wi.ID, State: "Offered", UpdatedAt: at(4 * time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, int64(5), v)
 		got, err = b.s.GetWorkItem(b.ctx, wi.ID)
 		require.NoError(t, err)
-		require.Equal(t, "Offered", got.State)
-		require.Empty(t, got.Performer)
-		require.Nil(t, got.EndedAt)
+		want = wi
+		want.Version, want.Priority, want.UpdatedAt = 5, 0, norm(at(4*time.Second))
+		require.Equal(t, want, got, "everything but the ids, names and CreatedAt replaced")
+	})
+
+	t.Run("Conflicts", func(t *testing.T) {
+		b := h.setup(t)
+		wi := insertItem(t, b, offered("order", "Approve", 1), alice)
+		_, err := b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{ID: wi.ID, State: "Started", Owner: "alice", UpdatedAt: at(time.Second), VisibleTo: []store.Principal{alice}})
+		require.NoError(t, err)
+		current, err := b.s.GetWorkItem(b.ctx, wi.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), current.Version)
+
+		stale := updateOf(wi, bob)
+		stale.State, stale.UpdatedAt = "Completed", at(2*time.Second)
+		for name, check := range map[string]func(p *store.UpdateWorkItemParams){
+			"StaleVersion":          func(p *store.UpdateWorkItemParams) { p.ExpectedVersion = 1 },
+			"StaleState":            func(p *store.UpdateWorkItemParams) { p.ExpectedState = "Offered" },
+			"StaleVersionGoodState": func(p *store.UpdateWorkItemParams) { p.ExpectedVersion, p.ExpectedState = 1, "Started" },
+			"GoodVersionStaleState": func(p *store.UpdateWorkItemParams) { p.ExpectedVersion, p.ExpectedState = 2, "Offered" },
+		} {
+			p := stale
+			check(&p)
+			_, err := b.s.UpdateWorkItem(b.ctx, p)
+			require.ErrorIs(t, err, store.ErrConflict, name)
+			require.NotErrorIs(t, err, store.ErrNotFound, name)
+		}
+		got, err := b.s.GetWorkItem(b.ctx, wi.ID)
+		require.NoError(t, err)
+		require.Equal(t, current, got, "a failed check changes nothing")
+		requireWorklist(t, b, store.ListWorklistParams{Principals: []store.Principal{alice}, Limit: 10}, current)
+		requireWorklist(t, b, store.ListWorklistParams{Principals: []store.Principal{bob}, Limit: 10})
+
+		p := stale
+		p.ExpectedVersion, p.ExpectedState = 2, "Started"
+		v, err := b.s.UpdateWorkItem(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, int64(3), v)
+	})
+
+	t.Run("ConcurrentUpdateOneWins", func(t *testing.T) {
+		b := h.setup(t)
+		wi := insertItem(t, b, offered("order", "Approve", 1), clerks)
+		const n = 4
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				p := updateOf(wi, alice)
+				p.ExpectedVersion, p.State, p.Owner = 1, "Allocated", "alice"
+				_, errs[i] = b.s.UpdateWorkItem(b.ctx, p)
+			})
+		}
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			if err == nil {
+				wins++
+				continue
+			}
+			require.ErrorIs(t, err, store.ErrConflict)
+		}
+		require.Equal(t, 1, wins)
+		got, err := b.s.GetWorkItem(b.ctx, wi.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), got.Version)
 	})
 
 	t.Run("NotFound", func(t *testing.T) {
 		b := h.setup(t)
 		_, err := b.s.GetWorkItem(b.ctx, 12345)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		err = b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{ID: 12345, State: "Completed", UpdatedAt: t0})
-		require.ErrorIs(t, err, store.ErrNotFound)
-		err = b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{ID: 12345, ExpectedState: "Offered", State: "Completed", UpdatedAt: t0})
-		require.ErrorIs(t, err, store.ErrNotFound)
+		for _, p := range []store.UpdateWorkItemParams{
+			{ID: 12345, State: "Completed", UpdatedAt: t0},
+			{ID: 12345, ExpectedState: "Offered", State: "Completed", UpdatedAt: t0},
+			{ID: 12345, ExpectedVersion: 1, State: "Completed", UpdatedAt: t0, VisibleTo: []store.Principal{alice}},
+		} {
+			_, err = b.s.UpdateWorkItem(b.ctx, p)
+			require.ErrorIs(t, err, store.ErrNotFound)
+			require.NotErrorIs(t, err, store.ErrConflict)
+		}
+		requireWorklist(t, b, store.ListWorklistParams{Principals: []store.Principal{alice}, Limit: 10})
+	})
+
+	t.Run("InvalidParams", func(t *testing.T) {
+		b := h.setup(t)
+		for name, p := range map[string]store.InsertWorkItemParams{
+			"ZeroCreatedAt":  {Item: store.WorkItem{State: "Offered", UpdatedAt: t0}},
+			"ZeroUpdatedAt":  {Item: store.WorkItem{State: "Offered", CreatedAt: t0}},
+			"NoKind":         {Item: offered("p", "a", 0), VisibleTo: []store.Principal{alice, {ID: "x"}}},
+			"NoID":           {Item: offered("p", "a", 0), VisibleTo: []store.Principal{{Kind: store.PrincipalRole}}},
+			"LowestPriority": {Item: offered("p", "a", math.MinInt64)},
+		} {
+			_, err := b.s.InsertWorkItem(b.ctx, p)
+			require.Error(t, err, name)
+		}
+		list, err := b.s.ListWorkItems(b.ctx, store.ListWorkItemsParams{})
+		require.NoError(t, err)
+		require.Empty(t, list, "nothing inserted")
+		requireWorklist(t, b, store.ListWorklistParams{Principals: []store.Principal{alice}, Limit: 10})
+
+		wi := insertItem(t, b, offered("p", "a", 0), alice)
+		for name, p := range map[string]store.UpdateWorkItemParams{
+			"ZeroUpdatedAt":  {ID: wi.ID, State: "Offered", VisibleTo: []store.Principal{bob}},
+			"NoKind":         {ID: wi.ID, State: "Offered", UpdatedAt: t0, VisibleTo: []store.Principal{bob, {ID: "x"}}},
+			"LowestPriority": {ID: wi.ID, State: "Offered", UpdatedAt: t0, Priority: math.MinInt64},
+		} {
+			_, err := b.s.UpdateWorkItem(b.ctx, p)
+			require.Error(t, err, name)
+		}
+		got, err := b.s.GetWorkItem(b.ctx, wi.ID)
+		require.NoError(t, err)
+		require.Equal(t, wi, got)
+		requireWorklist(t, b, store.ListWorklistParams{Principals: []store.Principal{alice}, Limit: 10}, wi)
 	})
 
 	t.Run("ListFiltersAndPages", func(t *testing.T) {
 		b := h.setup(t)
-		insert := func(pi int64, state string) store.WorkItem {
-			wi, err := b.s.InsertWorkItem(b.ctx, store.WorkItem{ProcessInstanceID: pi, ActivityInstanceID: 1, State: state, CreatedAt: t0, UpdatedAt: t0})
-			require.NoError(t, err)
-			return wi
+		insert := func(pi, ai int64, state string) store.WorkItem {
+			return insertItem(t, b, store.WorkItem{ProcessInstanceID: pi, ActivityInstanceID: ai, State: state, CreatedAt: t0, UpdatedAt: t0})
 		}
-		w1, w2, w3, w4 := insert(1, "Offered"), insert(2, "Offered"), insert(1, "Completed"), insert(1, "Offered")
+		w1, w2, w3, w4 := insert(1, 10, "Offered"), insert(2, 20, "Offered"), insert(1, 11, "Completed"), insert(1, 10, "Offered")
 		list := func(params store.ListWorkItemsParams) []store.WorkItem {
 			t.Helper()
 			l, err := b.s.ListWorkItems(b.ctx, params)
@@ -104,6 +254,10 @@ func (h *harness) testWorkItems(t *testing.T) {
 		require.Equal(t, []store.WorkItem{w1, w3, w4}, list(store.ListWorkItemsParams{ProcessInstanceID: 1}))
 		require.Equal(t, []store.WorkItem{w1, w4}, list(store.ListWorkItemsParams{ProcessInstanceID: 1, States: []string{"Offered"}}))
 		require.Equal(t, []store.WorkItem{w1, w2, w4}, list(store.ListWorkItemsParams{States: []string{"Offered"}}))
+		require.Equal(t, []store.WorkItem{w1, w4}, list(store.ListWorkItemsParams{ActivityInstanceID: 10}))
+		require.Equal(t, []store.WorkItem{w4}, list(store.ListWorkItemsParams{ActivityInstanceID: 10, AfterID: w1.ID}))
+		require.Empty(t, list(store.ListWorkItemsParams{ActivityInstanceID: 11, States: []string{"Offered"}}))
+		require.Empty(t, list(store.ListWorkItemsParams{ActivityInstanceID: 20, ProcessInstanceID: 1}))
 		require.Equal(t, []store.WorkItem{w2, w3}, list(store.ListWorkItemsParams{AfterID: w1.ID, Limit: 2}))
 		require.Equal(t, []store.WorkItem{w4}, list(store.ListWorkItemsParams{AfterID: w3.ID, Limit: 2}))
 		require.Empty(t, list(store.ListWorkItemsParams{AfterID: w4.ID}))
