@@ -139,6 +139,9 @@ type WorkItem struct {
 	// completion with the same key is answered with Result instead of
 	// failing.
 	CompletionKey string
+	// SuspendedFrom is the state a Suspended item returns to on resume;
+	// "" otherwise.
+	SuspendedFrom string
 	// Result is the JSON encoding of the completion's outputs, opaque to
 	// the store; nil until completed.
 	Result []byte

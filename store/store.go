@@ -282,7 +282,7 @@ type InsertWorkItemParams struct {
 
 // UpdateWorkItemParams are the arguments of Tx.UpdateWorkItem. State,
 // Performer, Owner, Assignees, Priority, DueAt, CompletedBy,
-// CompletionKey, Result, UpdatedAt and EndedAt replace the stored values,
+// CompletionKey, SuspendedFrom, Result, UpdatedAt and EndedAt replace the stored values,
 // and VisibleTo replaces the item's visibility.
 type UpdateWorkItemParams struct {
 	// ID is the work item to change.
@@ -309,6 +309,8 @@ type UpdateWorkItemParams struct {
 	CompletedBy string
 	// CompletionKey is the idempotency key of the completion.
 	CompletionKey string
+	// SuspendedFrom is the state a Suspended item returns to on resume.
+	SuspendedFrom string
 	// Result is the JSON of the completion's outputs (nil clears it).
 	Result []byte
 	// UpdatedAt is the time of the change.

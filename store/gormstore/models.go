@@ -114,6 +114,7 @@ type workItemModel struct {
 	Version            int64      `gorm:"column:version;not null"`
 	CompletedBy        string     `gorm:"column:completed_by;size:255;not null"`
 	CompletionKey      string     `gorm:"column:completion_key;size:255;not null"`
+	SuspendedFrom      string     `gorm:"column:suspended_from;size:64;not null;default:''"`
 	Result             []byte     `gorm:"column:result"`
 	CreatedAt          time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt          time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
@@ -387,6 +388,7 @@ func workItemFromRow(r store.WorkItem) workItemModel {
 		Version:            r.Version,
 		CompletedBy:        r.CompletedBy,
 		CompletionKey:      r.CompletionKey,
+		SuspendedFrom:      r.SuspendedFrom,
 		Result:             dbBytes(r.Result),
 		CreatedAt:          dbTime(r.CreatedAt),
 		UpdatedAt:          dbTime(r.UpdatedAt),
@@ -415,6 +417,7 @@ func (m *workItemModel) row() (store.WorkItem, error) {
 		Version:            m.Version,
 		CompletedBy:        m.CompletedBy,
 		CompletionKey:      m.CompletionKey,
+		SuspendedFrom:      m.SuspendedFrom,
 		Result:             rowBytes(m.Result),
 		CreatedAt:          rowTime(m.CreatedAt),
 		UpdatedAt:          rowTime(m.UpdatedAt),

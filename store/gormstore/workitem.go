@@ -89,6 +89,7 @@ func (s *Store) UpdateWorkItem(ctx context.Context, params store.UpdateWorkItemP
 			"due_at":         dbTimePtr(params.DueAt),
 			"completed_by":   params.CompletedBy,
 			"completion_key": params.CompletionKey,
+			"suspended_from": params.SuspendedFrom,
 			"result":         dbBytes(params.Result),
 			"updated_at":     dbTime(params.UpdatedAt),
 			"ended_at":       dbTimePtr(params.EndedAt),

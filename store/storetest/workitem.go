@@ -100,7 +100,7 @@ func (h *harness) testWorkItems(t *testing.T) {
 		v, err = b.s.UpdateWorkItem(b.ctx, store.UpdateWorkItemParams{
 			ID: wi.ID, ExpectedVersion: 3, ExpectedState: "Assigned", State: "Completed", Performer: "bob", Owner: "bob",
 			Assignees: []store.Principal{bob}, Priority: 5, DueAt: ptr(at(time.Hour)),
-			CompletedBy: "bob", CompletionKey: "k1", Result: []byte(`{"x":1}`),
+			CompletedBy: "bob", CompletionKey: "k1", SuspendedFrom: "Started", Result: []byte(`{"x":1}`),
 			UpdatedAt: at(2 * time.Second), EndedAt: ptr(at(2 * time.Second)),
 		})
 		require.NoError(t, err)
@@ -111,7 +111,7 @@ func (h *harness) testWorkItems(t *testing.T) {
 		want := wi
 		want.State, want.Performer, want.Owner, want.Assignees, want.Priority = "Completed", "bob", "bob", []store.Principal{bob}, 5
 		want.DueAt, want.Version, want.CompletedBy, want.CompletionKey, want.Result = normPtr(ptr(at(time.Hour))), 4, "bob", "k1", []byte(`{"x":1}`)
-		want.UpdatedAt, want.EndedAt = norm(at(2*time.Second)), normPtr(ptr(at(2*time.Second)))
+		want.UpdatedAt, want.EndedAt, want.SuspendedFrom = norm(at(2*time.Second)), normPtr(ptr(at(2*time.Second))), "Started"
 		require.Equal(t, want, got)
 
 		// Without checks the update is unconditional, and it replaces:
