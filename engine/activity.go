@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/goxpdl/goxpdl/engine/flow"
@@ -12,15 +13,8 @@ import (
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
-)
-
-// Work item states of this release; the full life cycle (allocated,
-// started, delegated, ...) arrives with the work-item service.
-const (
-	WorkItemOffered   = "Offered"
-	WorkItemCompleted = "Completed"
-	WorkItemWithdrawn = "Withdrawn"
 )
 
 // IsManual reports whether an activity waits for a person: an XPDL 2
@@ -105,8 +99,10 @@ type storeErr struct{ err error }
 func (e *storeErr) Error() string { return e.err.Error() }
 func (e *storeErr) Unwrap() error { return e.err }
 
-// offer hands a manual activity to people: InActive, with a work item for
-// its first performer.
+// offer hands a manual activity to people: the activity goes InActive
+// with a work item offered to whom its performer resolves to (see
+// assignees). A message that arrived early for the activity completes the
+// item at once.
 func (r *run) offer(a *act) error {
 	if err := r.setActivity(a, machine.ActivityOffer, ""); err != nil {
 		return err
@@ -114,25 +110,48 @@ func (r *run) offer(a *act) error {
 	if err := r.persist(a); err != nil {
 		return err
 	}
+	assignees, err := r.assignees(a)
+	if err != nil {
+		if isStoreError(err) {
+			return err
+		}
+		return r.fail(a, err.Error())
+	}
 	performer := ""
 	if len(a.def.Performers) > 0 {
 		performer = a.def.Performers[0]
 	}
 	item := store.WorkItem{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, State: WorkItemOffered, Performer: performer,
-		CreatedAt: r.now, UpdatedAt: r.now,
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID,
+		Name: a.def.Name, State: string(workitem.Offered), Performer: performer, Assignees: assignees,
+		Priority: priority(a.def.Priority), CreatedAt: r.now, UpdatedAt: r.now,
 	}
-	wi, err := r.tx.InsertWorkItem(r.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: item.Assignees})
+	wi, err := r.tx.InsertWorkItem(r.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: assignees})
 	if err != nil {
 		return err
 	}
 	aid, wid := a.row.ID, wi.ID
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
-		ToState: WorkItemOffered, Actor: r.actor, At: r.now, Data: mustJSON(map[string]string{"performer": performer}),
+		ToState: wi.State, Actor: r.actor, At: r.now,
+		Data: mustJSON(map[string]string{"performer": performer, "assignees": principalsString(assignees)}),
 	})
-	r.record(Record{Type: RecordWorkItemCreated, Activity: a.def.ID, ActivityInstance: aid, WorkItem: wid, State: WorkItemOffered})
-	return nil
+	rec := Record{Type: RecordWorkItemCreated, Activity: a.def.ID, ActivityInstance: aid, WorkItem: wid, State: wi.State}
+	for _, p := range assignees {
+		rec.Assignees = append(rec.Assignees, string(p.Kind)+":"+p.ID)
+	}
+	r.record(rec)
+	_, err = r.applyInbox(a, wi)
+	return err
+}
+
+// priority reads an activity's Priority; absent or not a number is 0.
+func priority(text string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // fail puts an activity in Abnormal: an operator must retry or skip it, or
@@ -237,6 +256,9 @@ func (r *run) endProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	if err := r.withdrawWorkItems(); err != nil {
 		return err
 	}
+	if err := r.expireInbox(); err != nil {
+		return err
+	}
 	if r.pi.ParentInstanceID != nil && r.pi.ParentActivityID != nil {
 		r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID}, false)
 	}
@@ -245,26 +267,38 @@ func (r *run) endProcess(cmd machine.ProcessCommand, diagnosis string) error {
 
 // withdrawWorkItems withdraws the process's open work items.
 func (r *run) withdrawWorkItems() error {
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, States: []string{WorkItemOffered}})
+	return r.moveOpenItems(workitem.Withdraw)
+}
+
+// moveOpenItems applies cmd (withdraw, suspend, resume) to every open
+// work item of the process that accepts it.
+func (r *run) moveOpenItems(cmd workitem.Command) error {
+	states := make([]string, len(workitem.OpenStates))
+	for i, s := range workitem.OpenStates {
+		states[i] = string(s)
+	}
+	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, States: states})
 	if err != nil {
 		return err
 	}
 	for _, wi := range items {
-		end := r.now
-		if _, err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, ExpectedState: wi.State, State: WorkItemWithdrawn, Performer: wi.Performer,
-			Owner: wi.Owner, Assignees: wi.Assignees, Priority: wi.Priority, DueAt: wi.DueAt,
-			CompletedBy: wi.CompletedBy, CompletionKey: wi.CompletionKey, Result: wi.Result,
-			UpdatedAt: r.now, EndedAt: &end, VisibleTo: nil,
-		}); err != nil {
+		from := workitem.State(wi.State)
+		to, err := workitem.Next(from, cmd, workitem.State(wi.SuspendedFrom))
+		if err != nil {
+			continue // e.g. resuming an item that was not suspended
+		}
+		switch cmd {
+		case workitem.Suspend:
+			wi.SuspendedFrom = wi.State
+		case workitem.Resume:
+			wi.SuspendedFrom = ""
+		case workitem.Withdraw:
+			end := r.now
+			wi.EndedAt = &end
+		}
+		if err := r.moveItem(&wi, from, to, r.actor, nil); err != nil {
 			return err
 		}
-		aid, wid := wi.ActivityInstanceID, wi.ID
-		r.history = append(r.history, store.HistoryEntry{
-			ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
-			FromState: wi.State, ToState: WorkItemWithdrawn, Actor: r.actor, At: r.now,
-		})
-		r.record(Record{Type: RecordWorkItemWithdrawn, ActivityInstance: aid, WorkItem: wid, State: WorkItemWithdrawn})
 	}
 	return nil
 }

@@ -2,14 +2,12 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine/machine"
-	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
@@ -111,7 +109,10 @@ func (e *Engine) Suspend(ctx context.Context, id int64) error {
 // SuspendTx is Suspend inside the host's transaction tx (nil: its own).
 func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64) error {
 	return e.command(ctx, tx, id, func(r *run) error {
-		return r.setProcess(machine.ProcessSuspend, "")
+		if err := r.setProcess(machine.ProcessSuspend, ""); err != nil {
+			return err
+		}
+		return r.moveOpenItems(workitem.Suspend)
 	})
 }
 
@@ -129,6 +130,9 @@ func (e *Engine) ResumeTx(ctx context.Context, tx *gorm.DB, id int64) error {
 			return err
 		}
 		r.record(Record{Type: RecordProcessResumed, State: r.pi.State})
+		if err := r.moveOpenItems(workitem.Resume); err != nil {
+			return err
+		}
 		return r.resumed()
 	})
 }
@@ -152,69 +156,6 @@ func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, fn func(r *
 			return err
 		}
 		return fn(r)
-	})
-}
-
-// CompleteWorkItem completes an open work item with the given values of
-// data fields (by id), and moves the process on in the same transaction.
-// A work item that is not open is refused (ErrIllegalState); unknown
-// variables and values of the wrong type are refused and change nothing.
-func (e *Engine) CompleteWorkItem(ctx context.Context, id int64, outputs map[string]any) error {
-	return e.CompleteWorkItemTx(ctx, nil, id, outputs)
-}
-
-// CompleteWorkItemTx is CompleteWorkItem inside the host's transaction tx
-// (nil: its own): the host's business writes and the completion commit
-// together.
-func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, outputs map[string]any) error {
-	return e.transact(ctx, tx, "host", func(r *run) error {
-		wi, err := r.tx.GetWorkItem(r.ctx, id)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return notFound("work item", id)
-			}
-			return err
-		}
-		if err := r.load(wi.ProcessInstanceID); err != nil {
-			return err
-		}
-		if r.state().IsFinal() {
-			return &wftype.StateError{Subject: "process", State: r.pi.State, Command: "complete work item", Finished: true}
-		}
-		if wi.State != WorkItemOffered {
-			return &wftype.StateError{Subject: "workitem", State: wi.State, Command: "complete"}
-		}
-		a := r.activity(wi.ActivityInstanceID)
-		if a == nil || a.row.State != string(wftype.ActivityInActive) {
-			return &wftype.StateError{Subject: "workitem", State: wi.State, Command: "complete"}
-		}
-		if r.state() != wftype.ProcessRunning {
-			return &wftype.StateError{Subject: "process", State: r.pi.State, Command: "complete work item"}
-		}
-		for name, v := range outputs {
-			if err := r.setVariable(name, v); err != nil {
-				return err
-			}
-		}
-		end := r.now
-		if _, err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
-			ID: wi.ID, ExpectedState: WorkItemOffered, State: WorkItemCompleted, Performer: wi.Performer,
-			Owner: wi.Owner, Assignees: wi.Assignees, Priority: wi.Priority, DueAt: wi.DueAt,
-			CompletedBy: wi.CompletedBy, CompletionKey: wi.CompletionKey, Result: wi.Result,
-			UpdatedAt: r.now, EndedAt: &end, VisibleTo: nil,
-		}); err != nil {
-			if errors.Is(err, store.ErrConflict) {
-				return &wftype.StateError{Subject: "workitem", State: "changed", Command: "complete"}
-			}
-			return err
-		}
-		aid, wid := a.row.ID, wi.ID
-		r.history = append(r.history, store.HistoryEntry{
-			ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
-			FromState: WorkItemOffered, ToState: WorkItemCompleted, Actor: r.actor, At: r.now,
-		})
-		r.record(Record{Type: RecordWorkItemCompleted, Activity: a.def.ID, ActivityInstance: aid, WorkItem: wid, State: WorkItemCompleted})
-		return r.complete(a, "")
 	})
 }
 

@@ -27,6 +27,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/eventbus"
+	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
@@ -73,6 +74,12 @@ type Config struct {
 	// DefinitionCacheSize is how many parsed definitions are kept in
 	// memory; default 256.
 	DefinitionCacheSize int
+	// Directory tells the engine who may do the work (I3): whom a manual
+	// activity's work item is offered to, who may claim and complete it,
+	// and the roles and units that make up a user's worklist. Default
+	// resource.Anyone: items are offered to the performer participant and
+	// every user may take them.
+	Directory resource.Directory
 	// InstanceCacheSize is how many process instances' committed state
 	// (the instance and its unfinished activities) is kept in memory
 	// between events, so that an event does not read them again; default
@@ -103,6 +110,7 @@ type Engine struct {
 	defs  *lru.Cache[int64, *deployment]
 
 	instances *instanceCache
+	directory resource.Directory
 
 	appMu  sync.RWMutex
 	apps   map[string]ApplicationFunc
@@ -175,8 +183,12 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if cfg.Directory == nil {
+		cfg.Directory = resource.Anyone{}
+	}
 	e := &Engine{
 		instances: instances,
+		directory: cfg.Directory,
 		cfg:       cfg,
 		db:        cfg.DB,
 		store:     st,

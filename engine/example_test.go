@@ -78,7 +78,8 @@ func Example() {
 	items, _ := e.WorkItems(ctx, engine.WorkItemFilter(id))
 	fmt.Println("work item for", items[0].Performer)
 
-	if err := e.CompleteWorkItem(ctx, items[0].ID, map[string]any{"approved": true}); err != nil {
+	completion := engine.Completion{User: "alice", Outputs: map[string]any{"approved": true}}
+	if _, err := e.CompleteWorkItem(ctx, items[0].ID, completion); err != nil {
 		log.Fatal(err)
 	}
 	_ = e.WaitIdle(ctx)

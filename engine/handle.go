@@ -181,6 +181,9 @@ func (r *run) terminate() error {
 	if err := r.withdrawWorkItems(); err != nil {
 		return err
 	}
+	if err := r.expireInbox(); err != nil {
+		return err
+	}
 	children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
 		ParentInstanceID: r.pi.ID,
 		States:           []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},

@@ -13,6 +13,7 @@ import (
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 )
 
 // harness is a started engine on a fresh database.
@@ -119,9 +120,15 @@ func (h *harness) awaitFinal(id int64) {
 func (h *harness) openItems(id int64) []engine.WorkItem {
 	h.t.Helper()
 	h.idle()
-	items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: id, States: []string{engine.WorkItemOffered}})
+	items, err := h.e.WorkItems(h.ctx, engine.WorkItemFilter(id))
 	require.NoError(h.t, err)
 	return items
+}
+
+// complete completes a work item as user "clerk1" with outputs.
+func (h *harness) complete(id int64, outputs map[string]any) error {
+	_, err := h.e.CompleteWorkItem(h.ctx, id, engine.Completion{User: "clerk1", Outputs: outputs})
+	return err
 }
 
 // completeAll completes work items until the instance has none open or
@@ -130,13 +137,13 @@ func (h *harness) completeAll(ids ...int64) {
 	h.t.Helper()
 	for range 1000 {
 		h.idle()
-		items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{States: []string{engine.WorkItemOffered}})
+		items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{States: []string{string(workitem.Offered)}})
 		require.NoError(h.t, err)
 		if len(items) == 0 {
 			return
 		}
 		for _, wi := range items {
-			require.NoError(h.t, h.e.CompleteWorkItem(h.ctx, wi.ID, nil))
+			require.NoError(h.t, h.complete(wi.ID, nil))
 		}
 	}
 	h.t.Fatal("work items kept coming")

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/workitem"
 )
 
 // The rows the engine's read API returns are the store's.
@@ -78,5 +79,9 @@ func (e *Engine) History(ctx context.Context, id int64) ([]HistoryEntry, error) 
 
 // WorkItemFilter selects the open work items of one process instance.
 func WorkItemFilter(processInstanceID int64) store.ListWorkItemsParams {
-	return store.ListWorkItemsParams{ProcessInstanceID: processInstanceID, States: []string{WorkItemOffered}}
+	states := make([]string, len(workitem.OpenStates))
+	for i, s := range workitem.OpenStates {
+		states[i] = string(s)
+	}
+	return store.ListWorkItemsParams{ProcessInstanceID: processInstanceID, States: states}
 }

@@ -22,6 +22,10 @@ type Record struct {
 	ActivityInstance int64 `json:"activityInstance,omitempty"`
 	// WorkItem is the work item id, where relevant.
 	WorkItem int64 `json:"workitem,omitempty"`
+	// User is who moved a work item (claimed, completed, ...); Assignees
+	// are whom a work item is offered to, as kind:id.
+	User      string   `json:"user,omitempty"`
+	Assignees []string `json:"assignees,omitempty"`
 	// State is the new state of the subject.
 	State string `json:"state,omitempty"`
 	// Error explains a failure, a deadlock or an abnormal activity.
@@ -43,8 +47,15 @@ const (
 	RecordActivityAbnormal  = "activity.abnormal"
 	RecordActivityWaiting   = "activity.waiting"
 	RecordWorkItemCreated   = "workitem.created"
+	RecordWorkItemOffered   = "workitem.offered" // offered afresh: released or reassigned
+	RecordWorkItemAllocated = "workitem.allocated"
+	RecordWorkItemStarted   = "workitem.started"
+	RecordWorkItemSuspended = "workitem.suspended"
+	RecordWorkItemResumed   = "workitem.resumed"
 	RecordWorkItemCompleted = "workitem.completed"
 	RecordWorkItemWithdrawn = "workitem.withdrawn"
+	RecordMessageApplied    = "message.applied"
+	RecordMessageExpired    = "message.expired"
 )
 
 // Subscribe calls fn with every record from now on, in order, until the

@@ -12,6 +12,7 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
@@ -107,7 +108,7 @@ func TestSubflows(t *testing.T) {
 			h.requireState(kids[0].ID, wftype.ProcessTerminated)
 			items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: kids[0].ID})
 			require.NoError(t, err)
-			require.Equal(t, engine.WorkItemWithdrawn, items[0].State)
+			require.Equal(t, string(workitem.Withdrawn), items[0].State)
 		})
 	})
 }

@@ -18,6 +18,8 @@ package workitem
 import (
 	"errors"
 	"fmt"
+
+	"github.com/goxpdl/goxpdl/wftype"
 )
 
 // State is a work item's state.
@@ -103,8 +105,11 @@ func (e *TransitionError) Error() string {
 	return fmt.Sprintf("work item: %s refused in state %s", e.Command, e.State)
 }
 
-// Is matches ErrIllegal.
-func (e *TransitionError) Is(target error) bool { return target == ErrIllegal }
+// Is matches ErrIllegal, and wftype.ErrIllegalState like the engine's
+// other refusals.
+func (e *TransitionError) Is(target error) bool {
+	return target == ErrIllegal || target == wftype.ErrIllegalState
+}
 
 // table holds the legal transitions except Resume, whose target is the
 // state the item was suspended in.

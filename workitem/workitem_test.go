@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 )
 
@@ -50,6 +51,7 @@ func TestTransitions(t *testing.T) {
 					return
 				}
 				require.ErrorIs(t, err, workitem.ErrIllegal)
+				require.ErrorIs(t, err, wftype.ErrIllegalState)
 				require.Equal(t, from, got, "a refused command leaves the state as it was")
 				var te *workitem.TransitionError
 				require.ErrorAs(t, err, &te)

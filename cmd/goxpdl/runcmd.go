@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -38,8 +39,14 @@ Flags (before the file):
 	--set NAME=VALUE    initial value of a data field (repeatable); the value
 	                    is parsed by the field's type
 	--workitems auto|none  auto (default): complete each work item as soon
-	                    as it is offered; none: leave them open (the run ends
-	                    when the process can make no further progress)
+	                    as it is offered, as the first user (by id) who may
+	                    take it, or "auto" when the organisation names
+	                    nobody; none: leave them open (the run ends when the
+	                    process can make no further progress)
+	--org FILE          organisation file (YAML or JSON: users, roles,
+	                    units, participant mappings) that decides whom work
+	                    items are offered to and who may complete them;
+	                    default: anyone may do anything
 	--trace jsonl       one JSON object per line on standard output for every
 	                    event: seq, time, type, process, instance, and where
 	                    relevant activity, activityInstance, workitem, state,
@@ -57,7 +64,7 @@ Exit status:
 	   or cannot progress (for example open work items with --workitems none)
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--workitems auto|none] [--trace jsonl] FILE
+const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--workitems auto|none] [--org FILE] [--trace jsonl] FILE
 Run "goxpdl help run" for details.
 `
 
@@ -83,8 +90,8 @@ func (s setFlags) Set(v string) error {
 }
 
 type runOptions struct {
-	file, process, db, workitems, trace string
-	sets                                setFlags
+	file, process, db, workitems, trace, org string
+	sets                                     setFlags
 }
 
 func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -97,6 +104,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(opts.sets, "set", "NAME=VALUE")
 	fs.StringVar(&opts.workitems, "workitems", "auto", "auto|none")
 	fs.StringVar(&opts.trace, "trace", "", "jsonl")
+	fs.StringVar(&opts.org, "org", "", "organisation file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOut(stdout, stderr, runUsage, exitOK)
@@ -147,6 +155,15 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 
+	var directory resource.Directory = resource.Anyone{}
+	if opts.org != "" {
+		org, err := resource.LoadOrgFile(opts.org)
+		if err != nil {
+			printErr(stderr, "goxpdl run: %v\n", err)
+			return exitUsage
+		}
+		directory = org
+	}
 	db, closeDB, err := openDB(opts.db)
 	if err != nil {
 		printErr(stderr, "goxpdl run: %v\n", err)
@@ -155,6 +172,7 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 	defer closeDB()
 	e, err := engine.New(engine.Config{
 		DB:                      db,
+		Directory:               directory,
 		NoOpUnboundApplications: true,
 		Logger:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -267,6 +285,7 @@ func (o outcome) String() string {
 func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome, error) {
 	clock := timer.Real()
 	lastProgress := clock.Now()
+	refused := map[int64]bool{} // items nobody the organisation names may take
 	for {
 		if err := e.WaitIdle(ctx); err != nil {
 			return outcome{}, err
@@ -299,19 +318,26 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 					pending = pending || pi.State == string(wftype.ProcessRunning)
 				}
 			}
-			items, err := e.WorkItems(ctx, store.ListWorkItemsParams{ProcessInstanceID: pi.ID, States: []string{engine.WorkItemOffered}})
+			items, err := e.WorkItems(ctx, engine.WorkItemFilter(pi.ID))
 			if err != nil {
 				return outcome{}, err
 			}
 			o.openItems = append(o.openItems, items...)
 		}
-		switch {
-		case auto && len(o.openItems) > 0:
-			for _, wi := range o.openItems {
-				if err := e.CompleteWorkItem(ctx, wi.ID, nil); err != nil && !errors.Is(err, engine.ErrIllegalState) {
-					return outcome{}, fmt.Errorf("complete work item %d: %w", wi.ID, err)
-				}
+		completed := false
+		for _, wi := range o.openItems {
+			if !auto || refused[wi.ID] {
+				continue
 			}
+			done, err := completeAsFirstEligible(ctx, e, wi)
+			if err != nil {
+				return outcome{}, err
+			}
+			completed = completed || done
+			refused[wi.ID] = !done
+		}
+		switch {
+		case completed:
 			lastProgress = clock.Now()
 			continue
 		case pending && clock.Now().Sub(lastProgress) < stallLimit:
@@ -328,6 +354,33 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 		o.stalled = pending
 		return o, nil
 	}
+}
+
+// completeAsFirstEligible completes a work item as the first user (by id)
+// the organisation says may take it, or as "auto" when it names nobody.
+// It reports false, leaving the item open, when that user may not (the
+// organisation lacks the item's role). An item that moved on meanwhile
+// counts as done.
+func completeAsFirstEligible(ctx context.Context, e *engine.Engine, wi engine.WorkItem) (bool, error) {
+	users, err := e.EligibleUsers(ctx, wi.ID)
+	if err != nil {
+		if errors.Is(err, engine.ErrIllegalState) {
+			return true, nil
+		}
+		return false, fmt.Errorf("work item %d: %w", wi.ID, err)
+	}
+	user := "auto"
+	if len(users) > 0 {
+		user = users[0]
+	}
+	_, err = e.CompleteWorkItem(ctx, wi.ID, engine.Completion{User: user})
+	switch {
+	case err == nil || errors.Is(err, engine.ErrIllegalState):
+		return true, nil
+	case errors.Is(err, engine.ErrNotAllowed):
+		return false, nil
+	}
+	return false, fmt.Errorf("complete work item %d as %s: %w", wi.ID, user, err)
 }
 
 // instanceTree returns the instance and, recursively, its subflow

@@ -1,0 +1,359 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
+)
+
+// Message completes an activity's work item from outside, possibly before
+// the activity is waiting for it (the out-of-order problem): a message
+// that arrives early is kept in the correlation inbox with its key and
+// applied when the activity offers its work item. A message whose
+// instance can never get there (it finished) expires with the reason.
+type Message struct {
+	// MessageID identifies the message; sending it again is recognised
+	// and answered with the first delivery. Required.
+	MessageID string
+	// Instance is the process instance it is for, or 0 when Match says.
+	Instance int64
+	// Match correlates by data instead: the instance of a process whose
+	// variable has a value.
+	Match *Match
+	// Activity is the id of the (manual) activity it completes. Required.
+	Activity string
+	// User completes the work item; it must be allowed to.
+	User string
+	// Outputs are set as the work item's completion outputs.
+	Outputs map[string]any
+	// TTL is how long the message may wait in the inbox; 0: until its
+	// instance finishes.
+	TTL time.Duration
+}
+
+// Match selects the process instance a message is for by data: the
+// running instance of Process whose variable Variable equals Value.
+type Match struct {
+	Process  string
+	Variable string
+	Value    any
+}
+
+// Delivery says what became of a message.
+type Delivery struct {
+	// MessageID is the message's id.
+	MessageID string
+	// State is Applied (its work item was completed), Pending (waiting
+	// in the inbox) or Expired.
+	State string
+	// Reason says what applying did, or why the message expired.
+	Reason string
+	// Instance is the process instance it was matched to; 0 while
+	// pending by data.
+	Instance int64
+	// Duplicate is true when this MessageID was sent before; the rest is
+	// the first delivery's state now.
+	Duplicate bool
+}
+
+// Message kinds in the inbox.
+const inboxComplete = "complete"
+
+// ErrAmbiguousMatch: a message's Match selects more than one instance.
+var ErrAmbiguousMatch = errors.New("message matches more than one process instance")
+
+// Send delivers a message: it completes the activity's open work item at
+// once when the activity is waiting, or keeps the message in the inbox
+// until it is. A malformed message, an unknown instance or activity, or a
+// user who may not complete the item is refused and nothing is kept.
+func (e *Engine) Send(ctx context.Context, m Message) (Delivery, error) {
+	if m.MessageID == "" || m.Activity == "" || (m.Instance == 0) == (m.Match == nil) {
+		return Delivery{}, fmt.Errorf("%w: a message needs a MessageID, an Activity, and either an Instance or a Match", ErrConfig)
+	}
+	var d Delivery
+	err := e.transact(ctx, nil, actorOf(m.User), func(r *run) error {
+		if prior, err := r.tx.GetInboxMessage(r.ctx, m.MessageID); err == nil {
+			d = deliveryOf(prior)
+			d.Duplicate = true
+			return errSkip
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		var err error
+		d, err = r.send(m)
+		return err
+	})
+	return d, err
+}
+
+// send matches, applies or keeps a message.
+func (r *run) send(m Message) (Delivery, error) {
+	msg := store.InboxMessage{
+		MessageID: m.MessageID, Kind: inboxComplete, ProcessInstanceID: m.Instance, ActivityDefID: m.Activity,
+		User: m.User, State: store.InboxPending, CreatedAt: r.now,
+	}
+	payload, err := canonicalOutputs(m.Outputs)
+	if err != nil {
+		return Delivery{}, err
+	}
+	msg.Payload = payload
+	if m.TTL > 0 {
+		exp := r.now.Add(m.TTL)
+		msg.ExpiresAt = &exp
+	}
+	instance := m.Instance
+	if m.Match != nil {
+		value, err := encodeMatchValue(m.Match.Value)
+		if err != nil {
+			return Delivery{}, err
+		}
+		msg.ProcessDefID, msg.Variable, msg.Value = m.Match.Process, m.Match.Variable, value
+		ids, err := r.tx.FindProcessInstancesByVariable(r.ctx, store.FindByVariableParams{
+			ProcessDefID: m.Match.Process, Name: m.Match.Variable, Value: value,
+			States: []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},
+			Limit:  2,
+		})
+		if err != nil {
+			return Delivery{}, err
+		}
+		switch len(ids) {
+		case 0: // kept until an instance with that value gets there
+		case 1:
+			instance = ids[0]
+		default:
+			return Delivery{}, fmt.Errorf("%w: %s.%s = %v", ErrAmbiguousMatch, m.Match.Process, m.Match.Variable, m.Match.Value)
+		}
+	}
+	if instance != 0 {
+		if err := r.load(instance); err != nil {
+			return Delivery{}, err
+		}
+		msg.ProcessInstanceID = instance
+		if r.proc.Flow.Activity(m.Activity) == nil && !inActivitySet(r, m.Activity) {
+			return Delivery{}, notFound("activity", m.Activity+" in process "+r.proc.ID)
+		}
+		if r.state().IsFinal() {
+			msg.State, msg.Reason = store.InboxExpired, fmt.Sprintf("process instance %d is %s", instance, r.pi.State)
+			end := r.now
+			msg.EndedAt = &end
+		} else if a := r.waiting(m.Activity); a != nil {
+			wi, err := r.openItem(a)
+			if err != nil {
+				return Delivery{}, err
+			}
+			if err := r.applyMessage(&msg, a, wi); err != nil {
+				return Delivery{}, err
+			}
+		}
+	}
+	stored, err := r.tx.InsertInboxMessage(r.ctx, msg)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if r.pi.ID == 0 {
+		return deliveryOf(stored), errSkip // no instance to write
+	}
+	return deliveryOf(stored), nil
+}
+
+func inActivitySet(r *run, id string) bool {
+	for _, set := range r.proc.ActivitySets {
+		if set.Flow.Activity(id) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// waiting returns the InActive instance of activity id, if any.
+func (r *run) waiting(id string) *act {
+	for _, a := range r.acts {
+		if a.def.ID == id && a.row.State == string(wftype.ActivityInActive) {
+			return a
+		}
+	}
+	return nil
+}
+
+// openItem returns the open work item of a waiting activity.
+func (r *run) openItem(a *act) (store.WorkItem, error) {
+	if err := r.persist(a); err != nil {
+		return store.WorkItem{}, err
+	}
+	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID})
+	if err != nil {
+		return store.WorkItem{}, err
+	}
+	for _, wi := range items {
+		if !workitem.State(wi.State).IsFinal() {
+			return wi, nil
+		}
+	}
+	return store.WorkItem{}, fmt.Errorf("activity instance %d is waiting without an open work item", a.row.ID)
+}
+
+// applyMessage completes a waiting activity's work item with a message's
+// outputs as the message's user.
+func (r *run) applyMessage(msg *store.InboxMessage, a *act, wi store.WorkItem) error {
+	outputs, err := decodeOutputs(msg.Payload)
+	if err != nil {
+		return err
+	}
+	c := Completion{User: msg.User, Outputs: outputs, IdempotencyKey: "message:" + msg.MessageID}
+	from := workitem.State(wi.State)
+	if _, err := workitem.Next(from, workitem.Complete, ""); err != nil {
+		return err
+	}
+	if from == workitem.Offered {
+		err = r.mayTake(wi, a, c.User, "complete")
+	} else {
+		err = mustOwn(wi, c.User, "complete")
+	}
+	if err != nil {
+		return err
+	}
+	result, err := r.applyOutputs(wi, a, c)
+	if err != nil {
+		return err
+	}
+	end := r.now
+	wi.Owner, wi.CompletedBy, wi.CompletionKey, wi.Result, wi.EndedAt = c.User, c.User, c.IdempotencyKey, result, &end
+	if err := r.moveItem(&wi, from, workitem.Completed, c.User, map[string]string{"message": msg.MessageID}); err != nil {
+		return err
+	}
+	msg.State, msg.Reason, msg.EndedAt = store.InboxApplied, fmt.Sprintf("completed work item %d", wi.ID), &end
+	msg.ProcessInstanceID = r.pi.ID
+	return r.complete(a, "")
+}
+
+// applyInbox runs when activity a has just offered work item wi: a
+// message that waited for it completes the item now. A message that
+// expired meanwhile is marked so.
+func (r *run) applyInbox(a *act, wi store.WorkItem) (bool, error) {
+	byID, err := r.tx.ListInbox(r.ctx, store.ListInboxParams{
+		ProcessInstanceID: r.pi.ID, ActivityDefID: a.def.ID, States: []string{store.InboxPending}, Limit: 100,
+	})
+	if err != nil {
+		return false, err
+	}
+	byData, err := r.tx.ListInbox(r.ctx, store.ListInboxParams{
+		ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID, States: []string{store.InboxPending}, Unmatched: true, Limit: 100,
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, msg := range append(byID, byData...) {
+		if msg.ExpiresAt != nil && !msg.ExpiresAt.After(r.now) {
+			if err := r.endMessage(msg, store.InboxExpired, "its time to live ran out before the activity was reached"); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if msg.ProcessInstanceID == 0 && !r.matches(msg) {
+			continue
+		}
+		if err := r.applyMessage(&msg, a, wi); err != nil {
+			if errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrWrongType) || errors.Is(err, ErrUnknownVariable) {
+				// The message cannot complete this item: it expires
+				// with the reason rather than block the activity.
+				if err := r.endMessage(msg, store.InboxExpired, err.Error()); err != nil {
+					return false, err
+				}
+				continue
+			}
+			return false, err
+		}
+		return true, r.tx.UpdateInboxMessage(r.ctx, store.UpdateInboxMessageParams{
+			ID: msg.ID, ExpectedState: store.InboxPending, State: msg.State, Reason: msg.Reason,
+			ProcessInstanceID: r.pi.ID, EndedAt: msg.EndedAt,
+		})
+	}
+	return false, nil
+}
+
+// matches reports whether a message pending by data names this instance.
+func (r *run) matches(msg store.InboxMessage) bool {
+	vars, err := r.variables()
+	if err != nil {
+		return false
+	}
+	v, ok := vars[msg.Variable]
+	if !ok {
+		return false
+	}
+	got, err := encodeMatchValue(v)
+	return err == nil && string(got) == string(msg.Value)
+}
+
+// expireInbox expires the messages still waiting for this instance, which
+// has finished.
+func (r *run) expireInbox() error {
+	pending, err := r.tx.ListInbox(r.ctx, store.ListInboxParams{ProcessInstanceID: r.pi.ID, States: []string{store.InboxPending}, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	for _, msg := range pending {
+		reason := fmt.Sprintf("process instance %d ended %s before reaching activity %s", r.pi.ID, r.pi.State, msg.ActivityDefID)
+		if err := r.endMessage(msg, store.InboxExpired, reason); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) endMessage(msg store.InboxMessage, state, reason string) error {
+	end := r.now
+	return r.tx.UpdateInboxMessage(r.ctx, store.UpdateInboxMessageParams{
+		ID: msg.ID, ExpectedState: store.InboxPending, State: state, Reason: reason,
+		ProcessInstanceID: msg.ProcessInstanceID, EndedAt: &end,
+	})
+}
+
+// Inbox returns a message by id.
+func (e *Engine) Inbox(ctx context.Context, messageID string) (Delivery, error) {
+	msg, err := e.store.GetInboxMessage(ctx, messageID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Delivery{}, notFound("message", messageID)
+	}
+	if err != nil {
+		return Delivery{}, err
+	}
+	return deliveryOf(msg), nil
+}
+
+func deliveryOf(msg store.InboxMessage) Delivery {
+	return Delivery{MessageID: msg.MessageID, State: msg.State, Reason: msg.Reason, Instance: msg.ProcessInstanceID}
+}
+
+// encodeMatchValue encodes a correlation value as variables are stored,
+// so that the store can compare it with the stored JSON.
+// (encodeVariable: the JSON of the typed value).
+func encodeMatchValue(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: match value %v: %w", ErrConfig, v, err)
+	}
+	return data, nil
+}
+
+// decodeOutputs reads a message's stored outputs, numbers as json.Number
+// so that the variables' types decide (an INTEGER stays integral).
+func decodeOutputs(data []byte) (map[string]any, error) {
+	out := map[string]any{}
+	if len(data) == 0 {
+		return out, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("message outputs: %w", err)
+	}
+	return out, nil
+}

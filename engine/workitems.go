@@ -1,0 +1,849 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/resource"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// Extended attributes of manual activities the work-item service reads.
+const (
+	// AttrSeparationOfDuties names activities (comma-separated ids) whose
+	// performer in the same process instance may not perform this one:
+	// the "four eyes" rule.
+	AttrSeparationOfDuties = "SeparationOfDuties"
+	// AttrSamePerformerAs names an activity whose performer in the same
+	// process instance gets this one too (retain familiar).
+	AttrSamePerformerAs = "SamePerformerAs"
+	// AttrVariableToProcessUpdate (Shark's convention, one attribute per
+	// variable) names a variable the performer may set when completing.
+	// An activity without any may set every variable.
+	AttrVariableToProcessUpdate = "VariableToProcess_UPDATE"
+)
+
+// Errors of the work-item service, matched with errors.Is on a
+// *WorkItemError.
+var (
+	// ErrNotAllowed: the user may not do this with the work item (not
+	// offered to them, held by someone else, a four-eyes rule, a variable
+	// the activity does not let them set).
+	ErrNotAllowed = errors.New("not allowed")
+	// ErrCompletedDifferently: a repeated completion (same idempotency
+	// key) carries different outputs than the first.
+	ErrCompletedDifferently = errors.New("work item completed already with different outputs")
+)
+
+// WorkItemError is a refusal of the work-item service. It matches its
+// kind (ErrNotAllowed, ErrCompletedDifferently).
+type WorkItemError struct {
+	// WorkItem is the item's id.
+	WorkItem int64
+	// User is who asked.
+	User string
+	// Op is what was asked: claim, start, complete, ...
+	Op string
+	// Reason says why it was refused.
+	Reason string
+
+	kind error
+}
+
+func (e *WorkItemError) Error() string {
+	return fmt.Sprintf("work item %d: %s by %q refused: %s", e.WorkItem, e.Op, e.User, e.Reason)
+}
+
+// Is matches the error's kind.
+func (e *WorkItemError) Is(target error) bool { return target == e.kind }
+
+func notAllowed(wi store.WorkItem, user, op, format string, args ...any) error {
+	return &WorkItemError{WorkItem: wi.ID, User: user, Op: op, Reason: fmt.Sprintf(format, args...), kind: ErrNotAllowed}
+}
+
+// Completion is what a person hands in with a work item.
+type Completion struct {
+	// User completes the item; they must hold it or, for an offered
+	// item, be one it is offered to.
+	User string
+	// Outputs are new values of variables, by id, type-checked against
+	// their declarations.
+	Outputs map[string]any
+	// IdempotencyKey, when not empty, makes a repeated completion with
+	// the same key and outputs a no-op that returns the first result.
+	IdempotencyKey string
+}
+
+// ClaimWorkItem allocates an offered work item to user, atomically: of
+// several users claiming one item exactly one wins, the others get
+// ErrNotAllowed.
+func (e *Engine) ClaimWorkItem(ctx context.Context, id int64, user string) error {
+	return e.ClaimWorkItemTx(ctx, nil, id, user)
+}
+
+// ClaimWorkItemTx is ClaimWorkItem inside the host's transaction tx.
+func (e *Engine) ClaimWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string) error {
+	return e.workItemOp(ctx, tx, id, user, workitem.Allocate, func(r *run, wi *store.WorkItem, a *act) error {
+		if err := r.mayTake(*wi, a, user, "claim"); err != nil {
+			return err
+		}
+		wi.Owner = user
+		return nil
+	})
+}
+
+// StartWorkItem records that the owner began the work.
+func (e *Engine) StartWorkItem(ctx context.Context, id int64, user string) error {
+	return e.StartWorkItemTx(ctx, nil, id, user)
+}
+
+// StartWorkItemTx is StartWorkItem inside the host's transaction tx.
+func (e *Engine) StartWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string) error {
+	return e.workItemOp(ctx, tx, id, user, workitem.Start, func(_ *run, wi *store.WorkItem, _ *act) error {
+		return mustOwn(*wi, user, "start")
+	})
+}
+
+// ReleaseWorkItem gives a held item back to the people it is offered to.
+func (e *Engine) ReleaseWorkItem(ctx context.Context, id int64, user string) error {
+	return e.ReleaseWorkItemTx(ctx, nil, id, user)
+}
+
+// ReleaseWorkItemTx is ReleaseWorkItem inside the host's transaction tx.
+func (e *Engine) ReleaseWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string) error {
+	return e.workItemOp(ctx, tx, id, user, workitem.Release, func(_ *run, wi *store.WorkItem, _ *act) error {
+		if err := mustOwn(*wi, user, "release"); err != nil {
+			return err
+		}
+		wi.Owner = ""
+		return nil
+	})
+}
+
+// DelegateWorkItem hands a held item to another user, who holds it
+// allocated. The other user must be one the item may go to (the four-eyes
+// rules apply to them).
+func (e *Engine) DelegateWorkItem(ctx context.Context, id int64, user, to string) error {
+	return e.DelegateWorkItemTx(ctx, nil, id, user, to)
+}
+
+// DelegateWorkItemTx is DelegateWorkItem inside the host's transaction tx.
+func (e *Engine) DelegateWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user, to string) error {
+	return e.workItemOp(ctx, tx, id, user, workitem.Delegate, func(r *run, wi *store.WorkItem, a *act) error {
+		if err := mustOwn(*wi, user, "delegate"); err != nil {
+			return err
+		}
+		if err := r.mayPerform(*wi, a, to, "delegate"); err != nil {
+			return err
+		}
+		wi.Owner = to
+		return nil
+	})
+}
+
+// ReassignWorkItem is an administrator's command: the item is offered
+// afresh to the given users, roles and units, and whoever held it loses
+// it. admin is recorded as who did it.
+func (e *Engine) ReassignWorkItem(ctx context.Context, id int64, admin string, to []store.Principal) error {
+	return e.ReassignWorkItemTx(ctx, nil, id, admin, to)
+}
+
+// ReassignWorkItemTx is ReassignWorkItem inside the host's transaction tx.
+func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, admin string, to []store.Principal) error {
+	if len(to) == 0 {
+		return fmt.Errorf("%w: reassign work item %d to nobody", ErrConfig, id)
+	}
+	return e.workItemOp(ctx, tx, id, admin, workitem.Reassign, func(_ *run, wi *store.WorkItem, _ *act) error {
+		wi.Assignees, wi.Owner = slices.Clone(to), ""
+		return nil
+	})
+}
+
+// CompleteWorkItem completes a work item as c.User with c.Outputs and
+// moves the process on, in one transaction. It returns the completed
+// item; with an IdempotencyKey, a repeated completion returns the first
+// one's item and changes nothing.
+func (e *Engine) CompleteWorkItem(ctx context.Context, id int64, c Completion) (WorkItem, error) {
+	return e.CompleteWorkItemTx(ctx, nil, id, c)
+}
+
+// CompleteWorkItemTx is CompleteWorkItem inside the host's transaction
+// tx: the host's business writes and the completion commit together.
+func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, c Completion) (WorkItem, error) {
+	var done WorkItem
+	err := e.transact(ctx, tx, actorOf(c.User), func(r *run) error {
+		wi, err := r.tx.GetWorkItem(r.ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return notFound("work item", id)
+			}
+			return err
+		}
+		if workitem.State(wi.State) == workitem.Completed && c.IdempotencyKey != "" && wi.CompletionKey == c.IdempotencyKey {
+			return r.repeatedCompletion(wi, c, &done)
+		}
+		if err := r.load(wi.ProcessInstanceID); err != nil {
+			return err
+		}
+		if r.state().IsFinal() {
+			return r.processAccepts("complete work item")
+		}
+		from := workitem.State(wi.State)
+		if _, err := workitem.Next(from, workitem.Complete, ""); err != nil {
+			return err
+		}
+		if err := r.processAccepts("complete work item"); err != nil {
+			return err
+		}
+		a, err := r.itemActivity(wi)
+		if err != nil {
+			return err
+		}
+		if from == workitem.Offered {
+			err = r.mayTake(wi, a, c.User, "complete")
+		} else {
+			err = mustOwn(wi, c.User, "complete")
+		}
+		if err != nil {
+			return err
+		}
+		result, err := r.applyOutputs(wi, a, c)
+		if err != nil {
+			return err
+		}
+		end := r.now
+		wi.Owner, wi.CompletedBy, wi.CompletionKey, wi.Result, wi.EndedAt = c.User, c.User, c.IdempotencyKey, result, &end
+		if err := r.moveItem(&wi, from, workitem.Completed, c.User, nil); err != nil {
+			return err
+		}
+		done = wi
+		return r.complete(a, "")
+	})
+	return done, err
+}
+
+// repeatedCompletion answers a completion whose key was seen before.
+func (r *run) repeatedCompletion(wi store.WorkItem, c Completion, done *WorkItem) error {
+	got, err := canonicalOutputs(c.Outputs)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, canonicalJSON(wi.Result)) {
+		return &WorkItemError{WorkItem: wi.ID, User: c.User, Op: "complete", kind: ErrCompletedDifferently,
+			Reason: "the idempotency key was used with other outputs"}
+	}
+	*done = wi
+	return errSkip
+}
+
+// workItemOp runs one life-cycle command on a work item: it checks the
+// transition, lets check adjust the item (owner, assignees), and writes
+// it with its history, record and worklist visibility.
+func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user string, cmd workitem.Command,
+	check func(r *run, wi *store.WorkItem, a *act) error,
+) error {
+	if user == "" {
+		return fmt.Errorf("%w: %s work item %d: no user", ErrConfig, cmd, id)
+	}
+	return e.transact(ctx, tx, user, func(r *run) error {
+		wi, err := r.tx.GetWorkItem(r.ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return notFound("work item", id)
+			}
+			return err
+		}
+		if err := r.load(wi.ProcessInstanceID); err != nil {
+			return err
+		}
+		if r.state().IsFinal() {
+			return r.processAccepts(string(cmd) + " work item")
+		}
+		from := workitem.State(wi.State)
+		to, err := workitem.Next(from, cmd, "")
+		if err != nil {
+			return err
+		}
+		if cmd != workitem.Reassign {
+			if err := r.processAccepts(string(cmd) + " work item"); err != nil {
+				return err
+			}
+		}
+		a, err := r.itemActivity(wi)
+		if err != nil {
+			return err
+		}
+		before := wi
+		if err := check(r, &wi, a); err != nil {
+			return err
+		}
+		return r.moveItem(&wi, from, to, user, changeDetail(before, wi))
+	})
+}
+
+// processAccepts refuses work-item commands on a process that is not
+// Running.
+func (r *run) processAccepts(command string) error {
+	if r.state() == wftype.ProcessRunning {
+		return nil
+	}
+	return &wftype.StateError{Subject: "process", State: r.pi.State, Command: command, Finished: r.state().IsFinal()}
+}
+
+// itemActivity returns the InActive activity instance a work item is for.
+func (r *run) itemActivity(wi store.WorkItem) (*act, error) {
+	a := r.activity(wi.ActivityInstanceID)
+	if a == nil || a.row.State != string(wftype.ActivityInActive) {
+		return nil, &wftype.StateError{Subject: "workitem", State: wi.State, Command: "use (its activity is not waiting)"}
+	}
+	return a, nil
+}
+
+// moveItem writes a work item's new state, owner and assignees, with the
+// worklist visibility that goes with them, an audit entry and a record.
+func (r *run) moveItem(wi *store.WorkItem, from, to workitem.State, user string, detail map[string]string) error {
+	expected := wi.Version
+	wi.State, wi.UpdatedAt = string(to), r.now
+	if !workitem.HasOwner(to) && to != workitem.Completed && to != workitem.Suspended {
+		wi.Owner = ""
+	}
+	v, err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
+		ID: wi.ID, ExpectedVersion: expected, State: wi.State, Performer: wi.Performer, Owner: wi.Owner,
+		Assignees: wi.Assignees, Priority: wi.Priority, DueAt: wi.DueAt, CompletedBy: wi.CompletedBy,
+		CompletionKey: wi.CompletionKey, SuspendedFrom: wi.SuspendedFrom, Result: wi.Result, UpdatedAt: r.now, EndedAt: wi.EndedAt,
+		VisibleTo: visibleTo(*wi),
+	})
+	if errors.Is(err, store.ErrConflict) {
+		// Someone else changed the item first (a concurrent claim).
+		return notAllowed(*wi, user, string(to), "the item changed meanwhile (claimed or completed by someone else)")
+	}
+	if err != nil {
+		return err
+	}
+	wi.Version = v
+	aid, wid := wi.ActivityInstanceID, wi.ID
+	var data []byte
+	if len(detail) > 0 {
+		data = mustJSON(detail)
+	}
+	r.history = append(r.history, store.HistoryEntry{
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
+		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: data,
+	})
+	typ := workItemRecord[to]
+	if from == workitem.Suspended && to != workitem.Withdrawn {
+		typ = RecordWorkItemResumed
+	}
+	r.record(Record{Type: typ, Activity: wi.ActivityDefID, ActivityInstance: aid, WorkItem: wid, State: string(to), User: user})
+	return nil
+}
+
+// workItemRecord names the record of a work item reaching a state; a
+// reassignment (Offered again) is workitem.offered.
+var workItemRecord = map[workitem.State]string{
+	// (a resume records the state it returns to, with RecordWorkItemResumed)
+	workitem.Offered:   RecordWorkItemOffered,
+	workitem.Allocated: RecordWorkItemAllocated,
+	workitem.Started:   RecordWorkItemStarted,
+	workitem.Suspended: RecordWorkItemSuspended,
+	workitem.Completed: RecordWorkItemCompleted,
+	workitem.Withdrawn: RecordWorkItemWithdrawn,
+}
+
+// visibleTo is whose worklists show an item: nobody's once it is final,
+// its owner's while someone holds it, else its assignees'.
+func visibleTo(wi store.WorkItem) []store.Principal {
+	switch s := workitem.State(wi.State); {
+	case s.IsFinal():
+		return nil
+	case wi.Owner != "":
+		return []store.Principal{{Kind: store.PrincipalUser, ID: wi.Owner}}
+	default:
+		return wi.Assignees
+	}
+}
+
+func changeDetail(before, after store.WorkItem) map[string]string {
+	d := map[string]string{}
+	if before.Owner != after.Owner {
+		d["owner"] = after.Owner
+	}
+	if !slices.Equal(before.Assignees, after.Assignees) {
+		d["assignees"] = principalsString(after.Assignees)
+	}
+	return d
+}
+
+func principalsString(ps []store.Principal) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = string(p.Kind) + ":" + p.ID
+	}
+	return strings.Join(parts, ",")
+}
+
+func mustOwn(wi store.WorkItem, user, op string) error {
+	if wi.Owner != user {
+		return notAllowed(wi, user, op, "the item is held by %q", wi.Owner)
+	}
+	return nil
+}
+
+// mayTake checks that user may take an offered item: it is offered to
+// them (directly, or through a role or unit the directory says they are
+// in), and the activity's four-eyes rules allow them.
+func (r *run) mayTake(wi store.WorkItem, a *act, user, op string) error {
+	if user == "" {
+		return notAllowed(wi, user, op, "no user given")
+	}
+	if len(wi.Assignees) > 0 {
+		ok, err := r.e.offeredTo(r.ctx, wi.Assignees, user)
+		if err != nil {
+			return &storeErr{err}
+		}
+		if !ok {
+			return notAllowed(wi, user, op, "the item is offered to %s", principalsString(wi.Assignees))
+		}
+	}
+	return r.mayPerform(wi, a, user, op)
+}
+
+// offeredTo reports whether user is one of principals or a member of one.
+func (e *Engine) offeredTo(ctx context.Context, principals []store.Principal, user string) (bool, error) {
+	for _, p := range principals {
+		if p.Kind == store.PrincipalUser && p.ID == user {
+			return true, nil
+		}
+	}
+	for _, p := range principals {
+		kind := resource.KindRole
+		switch p.Kind {
+		case store.PrincipalUser:
+			kind = resource.KindHuman
+		case store.PrincipalUnit:
+			kind = resource.KindOrgUnit
+		}
+		ok, err := e.directory.IsMember(ctx, user, resource.Participant{ID: p.ID, Kind: kind})
+		if err != nil && !errors.Is(err, resource.ErrUnknownUser) && !errors.Is(err, resource.ErrUnknownParticipant) {
+			return false, err
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// mayPerform applies the activity's four-eyes rules to user.
+func (r *run) mayPerform(wi store.WorkItem, a *act, user, op string) error {
+	others, ok := a.def.ExtendedAttributes.Get(AttrSeparationOfDuties)
+	if !ok {
+		return nil
+	}
+	performers, err := r.performers()
+	if err != nil {
+		return err
+	}
+	for _, id := range strings.Split(others, ",") {
+		id = strings.TrimSpace(id)
+		if id != "" && slices.Contains(performers[id], user) {
+			return notAllowed(wi, user, op, "separation of duties: %s performed %s in this process instance", user, id)
+		}
+	}
+	return nil
+}
+
+// performers returns who completed the work items of each activity of
+// this process instance, by activity id.
+func (r *run) performers() (map[string][]string, error) {
+	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{
+		ProcessInstanceID: r.pi.ID, States: []string{string(workitem.Completed)},
+	})
+	if err != nil {
+		return nil, &storeErr{err}
+	}
+	out := make(map[string][]string)
+	for _, wi := range items {
+		out[wi.ActivityDefID] = append(out[wi.ActivityDefID], wi.CompletedBy)
+	}
+	return out, nil
+}
+
+// applyOutputs checks and sets the completion's outputs and returns them
+// as the item's stored result.
+func (r *run) applyOutputs(wi store.WorkItem, a *act, c Completion) ([]byte, error) {
+	allowed := map[string]bool{}
+	for _, ea := range a.def.ExtendedAttributes {
+		if ea.Name == AttrVariableToProcessUpdate {
+			allowed[strings.TrimSpace(ea.Value)] = true
+		}
+	}
+	names := make([]string, 0, len(c.Outputs))
+	for name := range c.Outputs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if len(allowed) > 0 && !allowed[name] {
+			if _, err := r.variables(); err != nil {
+				return nil, err
+			}
+			if _, declared := r.decls[name]; declared {
+				return nil, notAllowed(wi, c.User, "complete", "activity %s does not let its performer set %s", a.def.ID, name)
+			}
+		}
+		if err := r.setVariable(name, c.Outputs[name]); err != nil {
+			return nil, err
+		}
+	}
+	typed := make(map[string]any, len(names))
+	for _, name := range names {
+		typed[name] = r.vars[name]
+	}
+	return canonicalOutputs(typed)
+}
+
+// canonicalOutputs encodes outputs as JSON with sorted keys, so that two
+// completions with the same values compare equal.
+func canonicalOutputs(outputs map[string]any) ([]byte, error) {
+	if len(outputs) == 0 {
+		return []byte("{}"), nil
+	}
+	data, err := json.Marshal(outputs) // maps encode with sorted keys
+	if err != nil {
+		return nil, fmt.Errorf("encode outputs: %w", err)
+	}
+	return canonicalJSON(data), nil
+}
+
+// canonicalJSON re-encodes JSON so that numbers and spacing compare
+// equal (42 and 42.0 differ in a typed INTEGER never).
+func canonicalJSON(data []byte) []byte {
+	if len(data) == 0 {
+		return []byte("{}")
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return data
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+// assignees works out whom a manual activity's work item is offered to:
+// the performer of the activity named by SamePerformerAs when there is
+// one, else each performer: a declared participant through the
+// directory (a HUMAN is its users, a ROLE or ORGANIZATIONAL_UNIT the role
+// or unit it maps to), or an expression over the variables naming
+// participants or users.
+func (r *run) assignees(a *act) ([]store.Principal, error) {
+	if same, ok := a.def.ExtendedAttributes.Get(AttrSamePerformerAs); ok {
+		performers, err := r.performers()
+		if err != nil {
+			return nil, err
+		}
+		if users := performers[strings.TrimSpace(same)]; len(users) > 0 {
+			return []store.Principal{{Kind: store.PrincipalUser, ID: users[len(users)-1]}}, nil
+		}
+	}
+	var out []store.Principal
+	for _, ref := range a.def.Performers {
+		ps, err := r.performerPrincipals(strings.TrimSpace(ref))
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (r *run) performerPrincipals(ref string) ([]store.Principal, error) {
+	if ref == "" {
+		return nil, nil
+	}
+	if p := r.participant(ref); p != nil {
+		return r.e.principalsOf(r.ctx, p)
+	}
+	// Shark style: an expression (a variable holding a user or
+	// participant id, or a script) naming who performs.
+	v, err := r.expression(xpdl.Expression{Text: ref})
+	if err != nil {
+		return nil, fmt.Errorf("performer %q: %w", ref, err)
+	}
+	var names []string
+	switch v := v.(type) {
+	case string:
+		names = []string{v}
+	case []any:
+		for _, x := range v {
+			names = append(names, fmt.Sprint(x))
+		}
+	case nil:
+	default:
+		names = []string{fmt.Sprint(v)}
+	}
+	var out []store.Principal
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if p := r.participant(n); p != nil {
+			ps, err := r.e.principalsOf(r.ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ps...)
+			continue
+		}
+		out = append(out, store.Principal{Kind: store.PrincipalUser, ID: n})
+	}
+	return out, nil
+}
+
+// participant finds a declared participant by id, in the process, then
+// the package.
+func (r *run) participant(id string) *xpdl.Participant {
+	for _, p := range r.proc.Participants {
+		if p.ID == id {
+			return p
+		}
+	}
+	for _, p := range r.dep.pkg.Participants {
+		if p.ID == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// principalsOf maps a participant to worklist principals: a HUMAN to its
+// users, a ROLE (RESOURCE, RESOURCE_SET) or ORGANIZATIONAL_UNIT to the
+// role or unit the directory maps it to, a SYSTEM to nobody.
+func (e *Engine) principalsOf(ctx context.Context, p *xpdl.Participant) ([]store.Principal, error) {
+	rp := resource.Participant{ID: p.ID, Name: p.Name, Kind: resource.ParticipantKind(p.Type)}
+	switch p.Type {
+	case xpdl.ParticipantSystem:
+		return nil, nil
+	case xpdl.ParticipantHuman:
+		users, err := e.directory.Resolve(ctx, rp)
+		if err != nil && !errors.Is(err, resource.ErrUnknownParticipant) {
+			return nil, err
+		}
+		if len(users) == 0 {
+			users = []string{p.ID}
+		}
+		out := make([]store.Principal, len(users))
+		for i, u := range users {
+			out[i] = store.Principal{Kind: store.PrincipalUser, ID: u}
+		}
+		return out, nil
+	}
+	kind, id := store.PrincipalRole, p.ID
+	if p.Type == xpdl.ParticipantOrgUnit {
+		kind = store.PrincipalUnit
+	}
+	if m, ok := e.directory.(resource.Mapper); ok {
+		t, err := m.Map(ctx, rp)
+		if err != nil && !errors.Is(err, resource.ErrUnknownParticipant) {
+			return nil, err
+		}
+		if err == nil {
+			switch t.Kind {
+			case resource.KindHuman:
+				kind = store.PrincipalUser
+			case resource.KindOrgUnit:
+				kind = store.PrincipalUnit
+			default:
+				kind = store.PrincipalRole
+			}
+			id = t.ID
+		}
+	}
+	return []store.Principal{{Kind: kind, ID: id}}, nil
+}
+
+// WorklistQuery filters and pages a user's worklist.
+type WorklistQuery struct {
+	// States keeps items in these states; empty: every open state.
+	States []workitem.State
+	// Processes and Activities keep items of these process and activity
+	// ids; empty: all.
+	Processes, Activities []string
+	// MinPriority keeps items of at least this priority; nil: all.
+	MinPriority *int
+	// DueBefore keeps items due before this time; nil: all.
+	DueBefore *time.Time
+	// Cursor continues after the last page (WorklistPage.Next); "" starts
+	// at the top.
+	Cursor string
+	// Limit is the page size: 1 to 1000, default 50.
+	Limit int
+}
+
+// WorklistPage is one page of a worklist.
+type WorklistPage struct {
+	// Items are in priority order (highest first), then oldest first.
+	Items []WorkItem
+	// Next is the cursor of the following page; "" when this was the
+	// last.
+	Next string
+}
+
+// Worklist returns the open work items user may take or holds: those
+// offered to them directly, through their roles and through their units
+// (as the directory says), and those they hold.
+func (e *Engine) Worklist(ctx context.Context, user string, q WorklistQuery) (WorklistPage, error) {
+	if user == "" {
+		return WorklistPage{}, fmt.Errorf("%w: worklist of no user", ErrConfig)
+	}
+	principals := []store.Principal{{Kind: store.PrincipalUser, ID: user}}
+	m, err := e.directory.Memberships(ctx, user)
+	if err != nil && !errors.Is(err, resource.ErrUnknownUser) {
+		return WorklistPage{}, err
+	}
+	for _, role := range m.Roles {
+		principals = append(principals, store.Principal{Kind: store.PrincipalRole, ID: role})
+	}
+	for _, unit := range m.Units {
+		principals = append(principals, store.Principal{Kind: store.PrincipalUnit, ID: unit})
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > 1000 {
+		return WorklistPage{}, fmt.Errorf("%w: worklist page of %d items (at most 1000)", ErrConfig, limit)
+	}
+	params := store.ListWorklistParams{
+		Principals: principals, ProcessDefIDs: q.Processes, ActivityDefIDs: q.Activities,
+		MinPriority: q.MinPriority, Limit: limit + 1,
+	}
+	if q.DueBefore != nil {
+		t := q.DueBefore.UTC()
+		params.DueBefore = &t
+	}
+	for _, s := range q.States {
+		params.States = append(params.States, string(s))
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return WorklistPage{}, err
+		}
+		params.After = &c
+	}
+	items, err := e.store.ListWorklist(ctx, params)
+	if err != nil {
+		return WorklistPage{}, err
+	}
+	page := WorklistPage{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
+		last := page.Items[limit-1]
+		page.Next = encodeCursor(store.WorklistCursor{Priority: last.Priority, ID: last.ID})
+	}
+	return page, nil
+}
+
+// Cursors are "priority.id": opaque to callers, stable across pages
+// because the order (priority descending, id ascending) is total.
+func encodeCursor(c store.WorklistCursor) string {
+	return strconv.Itoa(c.Priority) + "." + strconv.FormatInt(c.ID, 10)
+}
+
+func decodeCursor(s string) (store.WorklistCursor, error) {
+	p, id, ok := strings.Cut(s, ".")
+	if ok {
+		prio, err1 := strconv.Atoi(p)
+		n, err2 := strconv.ParseInt(id, 10, 64)
+		if err1 == nil && err2 == nil && n > 0 {
+			return store.WorklistCursor{Priority: prio, ID: n}, nil
+		}
+	}
+	return store.WorklistCursor{}, fmt.Errorf("%w: malformed worklist cursor %q", ErrConfig, s)
+}
+
+func actorOf(user string) string {
+	if user == "" {
+		return "host"
+	}
+	return user
+}
+
+// EligibleUsers lists, sorted, the users who may take work item id now as
+// far as the directory can name them: the users it is offered to directly
+// and the members of its roles and units, less those a four-eyes rule
+// excludes; its owner alone while someone holds it. A directory that
+// cannot enumerate members (resource.Anyone) contributes none.
+func (e *Engine) EligibleUsers(ctx context.Context, id int64) ([]string, error) {
+	var users []string
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		r := e.newRun(ctx, tx.(*gormstore.Store), "host")
+		wi, err := r.tx.GetWorkItem(ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return notFound("work item", id)
+			}
+			return err
+		}
+		if workitem.State(wi.State).IsFinal() {
+			return nil
+		}
+		if wi.Owner != "" {
+			users = []string{wi.Owner}
+			return nil
+		}
+		if err := r.load(wi.ProcessInstanceID); err != nil {
+			return err
+		}
+		a, err := r.itemActivity(wi)
+		if err != nil {
+			return err
+		}
+		var candidates []string
+		for _, p := range wi.Assignees {
+			kind := resource.KindRole
+			switch p.Kind {
+			case store.PrincipalUser:
+				candidates = append(candidates, p.ID)
+				continue
+			case store.PrincipalUnit:
+				kind = resource.KindOrgUnit
+			}
+			members, err := e.directory.Resolve(ctx, resource.Participant{ID: p.ID, Kind: kind})
+			if err != nil && !errors.Is(err, resource.ErrUnknownParticipant) {
+				return err
+			}
+			candidates = append(candidates, members...)
+		}
+		slices.Sort(candidates)
+		for _, u := range slices.Compact(candidates) {
+			if r.mayPerform(wi, a, u, "take") == nil {
+				users = append(users, u)
+			}
+		}
+		return nil
+	})
+	return users, err
+}
