@@ -57,6 +57,12 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 bench: ## run the benchmarks
 	go test -run='^$$' -bench=. -benchmem ./...
 
+# One million open work items on SQLite, and on MySQL/MariaDB when
+# GOXPDL_MYSQL_DSN is set (GOXPDL_WORKLIST_ITEMS changes the count).
+.PHONY: bench-worklist
+bench-worklist: ## benchmark worklist pages over a million work items
+	go test -run '^$$' -bench BenchmarkWorklist -benchtime 200x ./store/gormstore/
+
 .PHONY: tidy-check
 tidy-check: ## fail if go mod tidy would change go.mod or go.sum
 	go mod tidy -diff
