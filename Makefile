@@ -55,7 +55,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 
 .PHONY: bench
 bench: ## run the benchmarks
-	go test -run='^$$' -bench=. -benchmem ./...
+	GOXPDL_WORKLIST_ITEMS=$${GOXPDL_WORKLIST_ITEMS:-20000} go test -run='^$$' -bench=. -benchmem ./...
 
 # One million open work items on SQLite, and on MySQL/MariaDB when
 # GOXPDL_MYSQL_DSN is set (GOXPDL_WORKLIST_ITEMS changes the count).

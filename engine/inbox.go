@@ -136,7 +136,7 @@ func (r *run) send(m Message) (Delivery, error) {
 			return Delivery{}, err
 		}
 		msg.ProcessInstanceID = instance
-		if r.proc.Flow.Activity(m.Activity) == nil && !inActivitySet(r, m.Activity) {
+		if r.proc.Activity(m.Activity) == nil && !inActivitySet(r, m.Activity) {
 			return Delivery{}, notFound("activity", m.Activity+" in process "+r.proc.ID)
 		}
 		if r.state().IsFinal() {
@@ -165,7 +165,7 @@ func (r *run) send(m Message) (Delivery, error) {
 
 func inActivitySet(r *run, id string) bool {
 	for _, set := range r.proc.ActivitySets {
-		if set.Flow.Activity(id) != nil {
+		if set.Activity(id) != nil {
 			return true
 		}
 	}

@@ -146,7 +146,7 @@ func (e *Engine) DelegateWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 		if err := mustOwn(*wi, user, "delegate"); err != nil {
 			return err
 		}
-		if err := r.mayPerform(*wi, a, to, "delegate"); err != nil {
+		if err := r.mayTake(*wi, a, to, "delegate"); err != nil {
 			return err
 		}
 		wi.Owner = to
@@ -732,12 +732,14 @@ func (e *Engine) Worklist(ctx context.Context, user string, q WorklistQuery) (Wo
 	if limit <= 0 {
 		limit = 50
 	}
-	if limit > 1000 {
-		return WorklistPage{}, fmt.Errorf("%w: worklist page of %d items (at most 1000)", ErrConfig, limit)
+	if limit > store.MaxWorklistLimit {
+		return WorklistPage{}, fmt.Errorf("%w: worklist page of %d items (at most %d)", ErrConfig, limit, store.MaxWorklistLimit)
 	}
+	// One more than the page tells whether another page follows (the
+	// store's maximum page then ends with a possibly empty last page).
 	params := store.ListWorklistParams{
 		Principals: principals, ProcessDefIDs: q.Processes, ActivityDefIDs: q.Activities,
-		MinPriority: q.MinPriority, Limit: limit + 1,
+		MinPriority: q.MinPriority, Limit: min(limit+1, store.MaxWorklistLimit),
 	}
 	if q.DueBefore != nil {
 		t := q.DueBefore.UTC()
@@ -758,7 +760,7 @@ func (e *Engine) Worklist(ctx context.Context, user string, q WorklistQuery) (Wo
 		return WorklistPage{}, err
 	}
 	page := WorklistPage{Items: items}
-	if len(items) > limit {
+	if len(items) > limit || len(items) == store.MaxWorklistLimit {
 		page.Items = items[:limit]
 		last := page.Items[limit-1]
 		page.Next = encodeCursor(store.WorklistCursor{Priority: last.Priority, ID: last.ID})

@@ -15,7 +15,8 @@
 //     time.Time.Equal.
 //   - Byte slices: an empty slice and a nil slice are stored alike and both
 //     read back as nil.
-//   - Concurrency: process and activity instances carry a Version. Updates
+//   - Concurrency: process instances, activity instances and work items
+//     carry a Version. Updates
 //     name the version they were computed from (ExpectedVersion) and fail
 //     with ErrConflict when another writer got there first; reload and
 //     retry. Outbox events are handed out by ClaimEvents under a lease.

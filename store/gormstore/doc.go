@@ -37,7 +37,9 @@
 //
 // The tables are goxpdl_definitions, goxpdl_process_instances,
 // goxpdl_activity_instances, goxpdl_variables, goxpdl_work_items,
-// goxpdl_events (the outbox) and goxpdl_history, created by Migrate in the
+// goxpdl_work_item_visibility (who sees an open item in their worklist),
+// goxpdl_events (the outbox), goxpdl_history and goxpdl_inbox (the
+// correlation inbox), created by Migrate in the
 // host's database. Timestamps are stored in UTC with microsecond precision
 // (DATETIME(6) on MySQL). Errors are translated at the boundary: no row is
 // store.ErrNotFound, a unique-key violation store.ErrDuplicate, a MySQL

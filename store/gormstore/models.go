@@ -114,7 +114,7 @@ type workItemModel struct {
 	Version            int64      `gorm:"column:version;not null"`
 	CompletedBy        string     `gorm:"column:completed_by;size:255;not null"`
 	CompletionKey      string     `gorm:"column:completion_key;size:255;not null"`
-	SuspendedFrom      string     `gorm:"column:suspended_from;size:64;not null;default:''"`
+	SuspendedFrom      string     `gorm:"column:suspended_from;size:64;not null"`
 	Result             []byte     `gorm:"column:result"`
 	CreatedAt          time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt          time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
