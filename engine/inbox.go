@@ -207,30 +207,13 @@ func (r *run) applyMessage(msg *store.InboxMessage, a *act, wi store.WorkItem) e
 		return err
 	}
 	c := Completion{User: msg.User, Outputs: outputs, IdempotencyKey: "message:" + msg.MessageID}
-	from := workitem.State(wi.State)
-	if _, err := workitem.Next(from, workitem.Complete, ""); err != nil {
-		return err
-	}
-	if from == workitem.Offered {
-		err = r.mayTake(wi, a, c.User, "complete")
-	} else {
-		err = mustOwn(wi, c.User, "complete")
-	}
-	if err != nil {
-		return err
-	}
-	result, err := r.applyOutputs(wi, a, c)
-	if err != nil {
+	if err := r.completeItem(&wi, a, c, map[string]string{"message": msg.MessageID}); err != nil {
 		return err
 	}
 	end := r.now
-	wi.Owner, wi.CompletedBy, wi.CompletionKey, wi.Result, wi.EndedAt = c.User, c.User, c.IdempotencyKey, result, &end
-	if err := r.moveItem(&wi, from, workitem.Completed, c.User, map[string]string{"message": msg.MessageID}); err != nil {
-		return err
-	}
 	msg.State, msg.Reason, msg.EndedAt = store.InboxApplied, fmt.Sprintf("completed work item %d", wi.ID), &end
 	msg.ProcessInstanceID = r.pi.ID
-	return r.complete(a, "")
+	return nil
 }
 
 // applyInbox runs when activity a has just offered work item wi: a

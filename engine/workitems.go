@@ -201,8 +201,7 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 		if r.state().IsFinal() {
 			return r.processAccepts("complete work item")
 		}
-		from := workitem.State(wi.State)
-		if _, err := workitem.Next(from, workitem.Complete, ""); err != nil {
+		if _, err := workitem.Next(workitem.State(wi.State), workitem.Complete, ""); err != nil {
 			return err
 		}
 		if err := r.processAccepts("complete work item"); err != nil {
@@ -212,27 +211,42 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 		if err != nil {
 			return err
 		}
-		if from == workitem.Offered {
-			err = r.mayTake(wi, a, c.User, "complete")
-		} else {
-			err = mustOwn(wi, c.User, "complete")
-		}
-		if err != nil {
-			return err
-		}
-		result, err := r.applyOutputs(wi, a, c)
-		if err != nil {
-			return err
-		}
-		end := r.now
-		wi.Owner, wi.CompletedBy, wi.CompletionKey, wi.Result, wi.EndedAt = c.User, c.User, c.IdempotencyKey, result, &end
-		if err := r.moveItem(&wi, from, workitem.Completed, c.User, nil); err != nil {
+		if err := r.completeItem(&wi, a, c, nil); err != nil {
 			return err
 		}
 		done = wi
-		return r.complete(a, "")
+		return nil
 	})
 	return done, err
+}
+
+// completeItem completes an open work item of waiting activity a as
+// c.User with c.Outputs, and completes the activity: the user must hold
+// the item or, when it is offered, be one who may take it.
+func (r *run) completeItem(wi *store.WorkItem, a *act, c Completion, detail map[string]string) error {
+	from := workitem.State(wi.State)
+	if _, err := workitem.Next(from, workitem.Complete, ""); err != nil {
+		return err
+	}
+	var err error
+	if from == workitem.Offered {
+		err = r.mayTake(*wi, a, c.User, "complete")
+	} else {
+		err = mustOwn(*wi, c.User, "complete")
+	}
+	if err != nil {
+		return err
+	}
+	result, err := r.applyOutputs(*wi, a, c)
+	if err != nil {
+		return err
+	}
+	end := r.now
+	wi.Owner, wi.CompletedBy, wi.CompletionKey, wi.Result, wi.EndedAt = c.User, c.User, c.IdempotencyKey, result, &end
+	if err := r.moveItem(wi, from, workitem.Completed, c.User, detail); err != nil {
+		return err
+	}
+	return r.complete(a, "")
 }
 
 // repeatedCompletion answers a completion whose key was seen before.
