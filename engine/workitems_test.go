@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -13,8 +14,10 @@ import (
 	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
+	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
 // testOrg: alice and bob are clerks, carol manages, dave works in
@@ -457,5 +460,53 @@ func TestCorrelationInbox(t *testing.T) {
 		require.ErrorIs(t, err, engine.ErrConfig)
 		_, err = h.e.Inbox(h.ctx, "m5")
 		require.ErrorIs(t, err, engine.ErrNotFound)
+	})
+}
+
+// A Shark-style performer: an expression over the variables naming the
+// user (or participant) who gets the item.
+func TestPerformerExpression(t *testing.T) {
+	t.Parallel()
+	src := xpdltest.Package(xpdltest.Process("p",
+		`<DataFields><DataField Id="reviewer"><DataType><BasicType Type="STRING"/></DataType></DataField></DataFields>`,
+		xpdltest.Activity("ByVariable", `<Implementation><No/></Implementation><Performer>reviewer</Performer>`, "", "")+
+			xpdltest.Activity("ByScript", `<Implementation><No/></Implementation><Performer>s == "x" ? "clerk" : "nobody"</Performer>`, "", ""),
+		xpdltest.Transition("t1", "ByVariable>ByScript")))
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newOrgHarness(t, db)
+		h.deploy(src)
+		id := h.startProcess("pkg", "", map[string]any{"reviewer": "carol", "s": "x"})
+		wi := h.item(id, "ByVariable")
+		require.Equal(t, []store.Principal{{Kind: store.PrincipalUser, ID: "carol"}}, wi.Assignees)
+		require.ErrorIs(t, h.completeAs(wi.ID, "alice", nil), engine.ErrNotAllowed)
+		require.NoError(t, h.completeAs(wi.ID, "carol", nil))
+		wi = h.item(id, "ByScript")
+		require.Equal(t, []store.Principal{{Kind: store.PrincipalRole, ID: "clerk"}}, wi.Assignees, "the script named the clerk participant")
+	})
+}
+
+// A message whose time to live runs out before its activity is reached
+// expires with the reason instead of completing it.
+func TestInboxMessageTimeToLive(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		org, err := resource.ParseOrg([]byte(testOrg), resource.FormatYAML)
+		require.NoError(t, err)
+		clock := timer.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+		h := newHarness(t, db, func(c *engine.Config) { c.Directory, c.Clock = org, clock }).start()
+		h.deploy(reviewXPDL)
+		id := h.startProcess("review", "", nil)
+		h.idle()
+		d, err := h.e.Send(h.ctx, engine.Message{MessageID: "ttl", Instance: id, Activity: "Check", User: "bob", TTL: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, store.InboxPending, d.State)
+		clock.Advance(2 * time.Hour)
+		require.NoError(t, h.completeAs(h.item(id, "Enter").ID, "alice", nil))
+		check := h.item(id, "Check")
+		require.Equal(t, string(workitem.Offered), check.State, "the expired message did not complete Check")
+		got, err := h.e.Inbox(h.ctx, "ttl")
+		require.NoError(t, err)
+		require.Equal(t, store.InboxExpired, got.State)
+		require.Contains(t, got.Reason, "time to live")
 	})
 }
