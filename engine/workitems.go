@@ -15,7 +15,6 @@ import (
 
 	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -367,8 +366,8 @@ func (r *run) moveItem(wi *store.WorkItem, from, to workitem.State, user string,
 
 // workItemRecord names the record of a work item reaching a state; a
 // reassignment (Offered again) is workitem.offered.
+// (A resume is RecordWorkItemResumed whatever state it returns to.)
 var workItemRecord = map[workitem.State]string{
-	// (a resume records the state it returns to, with RecordWorkItemResumed)
 	workitem.Offered:   RecordWorkItemOffered,
 	workitem.Allocated: RecordWorkItemAllocated,
 	workitem.Started:   RecordWorkItemStarted,
@@ -814,8 +813,10 @@ func actorOf(user string) string {
 // cannot enumerate members (resource.Anyone) contributes none.
 func (e *Engine) EligibleUsers(ctx context.Context, id int64) ([]string, error) {
 	var users []string
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		r := e.newRun(ctx, tx.(*gormstore.Store), "host")
+	// Reads only: no transaction, so nothing queues behind SQLite's
+	// write lock.
+	err := func() error {
+		r := e.newRun(ctx, e.store, "host")
 		wi, err := r.tx.GetWorkItem(ctx, id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -860,6 +861,6 @@ func (e *Engine) EligibleUsers(ctx context.Context, id int64) ([]string, error) 
 			}
 		}
 		return nil
-	})
+	}()
 	return users, err
 }
