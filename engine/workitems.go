@@ -496,8 +496,16 @@ func (r *run) performers() (map[string][]string, error) {
 }
 
 // applyOutputs checks and sets the completion's outputs and returns them
-// as the item's stored result.
+// as the item's stored result. An activity that declares formal
+// parameters (XPDL 2.2) takes its OUT and INOUT parameters only, each
+// checked against the parameter's type; one that names a data field sets
+// it, the others are kept in the result for the host. Otherwise outputs
+// are data fields, limited to the VariableToProcess_UPDATE ones when the
+// activity names any.
 func (r *run) applyOutputs(wi store.WorkItem, a *act, c Completion) ([]byte, error) {
+	if _, err := r.variables(); err != nil {
+		return nil, err
+	}
 	allowed := map[string]bool{}
 	for _, ea := range a.def.ExtendedAttributes {
 		if ea.Name == AttrVariableToProcessUpdate {
@@ -509,21 +517,33 @@ func (r *run) applyOutputs(wi store.WorkItem, a *act, c Completion) ([]byte, err
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		if len(allowed) > 0 && !allowed[name] {
-			if _, err := r.variables(); err != nil {
-				return nil, err
-			}
-			if _, declared := r.decls[name]; declared {
-				return nil, notAllowed(wi, c.User, "complete", "activity %s does not let its performer set %s", a.def.ID, name)
-			}
-		}
-		if err := r.setVariable(name, c.Outputs[name]); err != nil {
-			return nil, err
-		}
-	}
 	typed := make(map[string]any, len(names))
 	for _, name := range names {
+		value := c.Outputs[name]
+		_, declared := r.decls[name]
+		if params := a.def.FormalParameters; len(params) > 0 {
+			i := slices.IndexFunc(params, func(fp *xpdl.FormalParameter) bool { return fp.ID == name })
+			if i < 0 {
+				return nil, notAllowed(wi, c.User, "complete", "activity %s has no parameter %s", a.def.ID, name)
+			}
+			fp := params[i]
+			if fp.Mode != xpdl.ModeOut && fp.Mode != xpdl.ModeInOut {
+				return nil, notAllowed(wi, c.User, "complete", "parameter %s of activity %s is %s: its performer cannot set it", name, a.def.ID, fp.Mode)
+			}
+			v, err := typeOf(fp.Type, fp.IsArray).coerce(name, value)
+			if err != nil {
+				return nil, err
+			}
+			if typed[name] = v; !declared {
+				continue // not a data field: the host reads it from the result
+			}
+			value = v
+		} else if len(allowed) > 0 && !allowed[name] && declared {
+			return nil, notAllowed(wi, c.User, "complete", "activity %s does not let its performer set %s", a.def.ID, name)
+		}
+		if err := r.setVariable(name, value); err != nil {
+			return nil, err
+		}
 		typed[name] = r.vars[name]
 	}
 	return canonicalOutputs(typed)

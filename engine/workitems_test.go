@@ -510,3 +510,62 @@ func TestInboxMessageTimeToLive(t *testing.T) {
 		require.Contains(t, got.Reason, "time to live")
 	})
 }
+
+// formXPDL is an XPDL 2.2 user task whose formal parameters say what its
+// performer hands back: approved (a data field), comment (not one, so it
+// stays in the item's result), and amount, which the performer only reads.
+const formXPDL = `<?xml version="1.0" encoding="UTF-8"?>
+<Package xmlns="http://www.wfmc.org/2009/XPDL2.2" Id="form" Name="form">
+  <PackageHeader><XPDLVersion>2.2</XPDLVersion><Vendor>goxpdl</Vendor><Created>2026-11-22</Created></PackageHeader>
+  <Participants><Participant Id="clerk"><ParticipantType Type="ROLE"/></Participant></Participants>
+  <WorkflowProcesses>
+    <WorkflowProcess Id="form">
+      <DataFields>
+        <DataField Id="approved"><DataType><BasicType Type="BOOLEAN"/></DataType><InitialValue>false</InitialValue></DataField>
+        <DataField Id="amount"><DataType><BasicType Type="INTEGER"/></DataType><InitialValue>10</InitialValue></DataField>
+      </DataFields>
+      <Activities>
+        <Activity Id="Decide">
+          <FormalParameters>
+            <FormalParameter Id="approved" Mode="OUT"><DataType><BasicType Type="BOOLEAN"/></DataType></FormalParameter>
+            <FormalParameter Id="comment" Mode="OUT"><DataType><BasicType Type="STRING"/></DataType></FormalParameter>
+            <FormalParameter Id="amount" Mode="IN"><DataType><BasicType Type="INTEGER"/></DataType></FormalParameter>
+          </FormalParameters>
+          <Implementation><Task><TaskUser/></Task></Implementation>
+          <Performers><Performer>clerk</Performer></Performers>
+        </Activity>
+      </Activities>
+    </WorkflowProcess>
+  </WorkflowProcesses>
+</Package>`
+
+func TestCompletionOutputsFollowTheActivitysFormalParameters(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db).start()
+		h.deploy(formXPDL)
+		id := h.startProcess("form", "form", nil)
+		h.idle()
+		decide := h.item(id, "Decide")
+
+		for _, bad := range []struct {
+			outputs map[string]any
+			want    error
+		}{
+			{map[string]any{"approved": "perhaps"}, engine.ErrWrongType},
+			{map[string]any{"comment": 42}, engine.ErrWrongType},
+			{map[string]any{"amount": 20}, engine.ErrNotAllowed},    // IN only
+			{map[string]any{"reviewer": "x"}, engine.ErrNotAllowed}, // not a parameter
+		} {
+			require.ErrorIs(t, h.completeAs(decide.ID, "alice", bad.outputs), bad.want, "%v", bad.outputs)
+		}
+		require.Equal(t, string(workitem.Offered), h.item(id, "Decide").State, "refused completions changed nothing")
+
+		done, err := h.e.CompleteWorkItem(h.ctx, decide.ID, engine.Completion{
+			User: "alice", Outputs: map[string]any{"approved": true, "comment": "fine by me"},
+		})
+		require.NoError(t, err)
+		require.JSONEq(t, `{"approved":true,"comment":"fine by me"}`, string(done.Result))
+		h.requireState(id, wftype.ProcessCompleted)
+		require.Equal(t, map[string]any{"approved": true, "amount": int64(10)}, h.vars(id))
+	})
+}

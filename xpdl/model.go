@@ -485,6 +485,10 @@ type Activity struct {
 	// Performers are the performer references as written: participant ids
 	// or, in Shark style, expressions.
 	Performers []string
+	// FormalParameters are the activity's own parameters (XPDL 2.2
+	// Activity/FormalParameters): for a manual activity, the OUT and
+	// INOUT ones are what its performer may hand back on completion.
+	FormalParameters []*FormalParameter
 	// StartMode and FinishMode are Automatic, Manual, or empty when not
 	// declared.
 	StartMode     Mode

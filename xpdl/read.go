@@ -620,6 +620,7 @@ type activityParts struct {
 	route, blockActivity, event, implementation                     node
 	performer, performers, startMode, finishMode                    node
 	deadline, loop, transitionRestrictions, nodeGraphicsInfos       node
+	formalParameters                                                node
 }
 
 func partsOf(e node) activityParts {
@@ -652,6 +653,8 @@ func partsOf(e node) activityParts {
 			part = &p.performer
 		case "Performers":
 			part = &p.performers
+		case "FormalParameters":
+			part = &p.formalParameters
 		case "StartMode":
 			part = &p.startMode
 		case "FinishMode":
@@ -689,6 +692,7 @@ func (r *reader) readActivity(e node) *Activity {
 	// XPDL 1 <Performer> elements, then XPDL 2 <Performers>.
 	a.Performers = appendPerformers(a.Performers, p.performer)
 	a.Performers = appendPerformers(a.Performers, child(p.performers, "Performer"))
+	a.FormalParameters = r.readFormalParameters(p.formalParameters)
 	a.StartMode = r.readMode(e, p.startMode, "StartMode", a.ID)
 	a.FinishMode = r.readMode(e, p.finishMode, "FinishMode", a.ID)
 	for d := p.deadline; d.Element != nil; d = d.next() {

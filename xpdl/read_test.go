@@ -828,3 +828,24 @@ func TestReadExternalPackageID(t *testing.T) {
 	require.Equal(t, "M2", pkg.ExternalPackages[0].ID)
 	require.Nil(t, pkg.ExternalPackages[0].Package, "Read does not load references")
 }
+
+func TestReadActivityFormalParameters(t *testing.T) {
+	t.Parallel()
+	activity := `<Activity Id="approve">
+<FormalParameters>
+<FormalParameter Id="approved" Mode="OUT"><DataType><BasicType Type="BOOLEAN"/></DataType></FormalParameter>
+<FormalParameter Id="amount" Mode="IN"><DataType><BasicType Type="FLOAT"/></DataType></FormalParameter>
+</FormalParameters>
+<Implementation><Task><TaskUser/></Task></Implementation>
+</Activity>`
+	x := onlyActivity(t, mustRead(t, processDoc(ns22, activity, "")), "approve")
+	require.Len(t, x.FormalParameters, 2)
+	require.Equal(t, "approved", x.FormalParameters[0].ID)
+	require.Equal(t, xpdl.ModeOut, x.FormalParameters[0].Mode)
+	require.Equal(t, xpdl.BasicBoolean, x.FormalParameters[0].Type.Basic)
+	require.Equal(t, xpdl.ModeIn, x.FormalParameters[1].Mode)
+
+	dup := strings.Replace(activity, `Id="amount"`, `Id="approved"`, 1)
+	problems := xpdl.Validate(mustRead(t, processDoc(ns22, dup, "")), nil)
+	require.ErrorContains(t, problems.Err(), `duplicate formal parameter id "approved" in activity "approve"`)
+}

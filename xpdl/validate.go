@@ -338,6 +338,13 @@ func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
 			v.errorf(a.Pos, "unknown-performer", []string{a.ID, p}, "activity %q: performer %q is not a declared participant", a.ID, p)
 		}
 	}
+	if len(a.FormalParameters) > 0 {
+		v.checkFormalParameters(a.FormalParameters)
+		ids := newIDSet(v, "activity "+strconv.Quote(a.ID))
+		for _, fp := range a.FormalParameters {
+			ids.add("formal parameter", fp.ID, fp.Pos)
+		}
+	}
 	switch a.Kind {
 	case ActivityTool:
 		for _, tc := range a.Tools {
