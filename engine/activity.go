@@ -136,11 +136,10 @@ func (r *run) offer(a *act) error {
 		ToState: wi.State, Actor: r.actor, At: r.now,
 		Data: mustJSON(map[string]string{"performer": performer, "assignees": principalsString(assignees)}),
 	})
-	rec := Record{Type: RecordWorkItemCreated, Activity: a.def.ID, ActivityInstance: aid, WorkItem: wid, State: wi.State}
-	for _, p := range assignees {
-		rec.Assignees = append(rec.Assignees, string(p.Kind)+":"+p.ID)
-	}
-	r.record(rec)
+	r.record(Record{
+		Type: RecordWorkItemCreated, Activity: a.def.ID, ActivityInstance: aid, WorkItem: wid, State: wi.State,
+		Assignees: assigneeNames(assignees),
+	})
 	_, err = r.applyInbox(a, wi)
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,15 @@ type Config struct {
 	// 10000. A stale entry (another node changed the instance) costs one
 	// retry, never a wrong result.
 	InstanceCacheSize int
+	// Notify receives durable notifications of the record types in
+	// NotifyTypes (default DefaultNotifyTypes: every work-item change and
+	// inbox message): written to the outbox with the step, delivered at
+	// least once after it commits, retried with backoff while Notify
+	// returns an error. Nil writes none.
+	Notify NotifyFunc
+	// NotifyTypes are the record types Notify receives; empty means
+	// DefaultNotifyTypes.
+	NotifyTypes []string
 }
 
 // Group commit (groupcommit.go): how many database transactions run the
@@ -109,8 +119,9 @@ type Engine struct {
 	sched *scheduler.Scheduler
 	defs  *lru.Cache[int64, *deployment]
 
-	instances *instanceCache
-	directory resource.Directory
+	instances   *instanceCache
+	directory   resource.Directory
+	notifyTypes []string
 
 	appMu  sync.RWMutex
 	apps   map[string]ApplicationFunc
@@ -186,18 +197,22 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Directory == nil {
 		cfg.Directory = resource.Anyone{}
 	}
+	if len(cfg.NotifyTypes) == 0 {
+		cfg.NotifyTypes = DefaultNotifyTypes
+	}
 	e := &Engine{
-		instances: instances,
-		directory: cfg.Directory,
-		cfg:       cfg,
-		db:        cfg.DB,
-		store:     st,
-		clock:     cfg.Clock,
-		log:       cfg.Logger,
-		eval:      script.New(script.Config{NowFunc: cfg.Clock.Now}),
-		defs:      defs,
-		apps:      make(map[string]ApplicationFunc),
-		agents:    make(map[string]ApplicationFunc),
+		instances:   instances,
+		directory:   cfg.Directory,
+		notifyTypes: slices.Clone(cfg.NotifyTypes),
+		cfg:         cfg,
+		db:          cfg.DB,
+		store:       st,
+		clock:       cfg.Clock,
+		log:         cfg.Logger,
+		eval:        script.New(script.Config{NowFunc: cfg.Clock.Now}),
+		defs:        defs,
+		apps:        make(map[string]ApplicationFunc),
+		agents:      make(map[string]ApplicationFunc),
 	}
 	lanes := 1 // SQLite has one writer
 	if st.Capabilities().Dialect == store.DialectMySQL {

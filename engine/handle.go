@@ -32,6 +32,9 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 			return e.store.MarkEventsProcessed(ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: e.now()})
 		}
 	}
+	if ev.Kind == evNotify {
+		return e.notify(ctx, ev, p)
+	}
 	err := e.transact(ctx, nil, "engine", func(r *run) error {
 		if err := r.tx.MarkEventsProcessed(r.ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: r.now}); err != nil {
 			return err
@@ -65,17 +68,13 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 			return nil
 		}
 	})
-	if err != nil && ctx.Err() == nil {
+	if err != nil {
 		// Try again after a backoff, on this node or another; the
 		// transaction rolled back, so the retry starts from the same
 		// state (an application call is repeated with the same key).
-		delay := retryDelay(ev.Attempts)
-		if rerr := e.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: e.now().Add(delay)}); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		e.log.Info("event processing failed; retrying", "event", ev.ID, "kind", ev.Kind, "attempt", ev.Attempts, "in", delay, "err", err)
+		return e.retryLater(ctx, ev, err)
 	}
-	return err
+	return nil
 }
 
 // retryDelay is the backoff before the next attempt of an event that

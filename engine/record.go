@@ -26,8 +26,10 @@ type Record struct {
 	// are whom a work item is offered to, as kind:id.
 	User      string   `json:"user,omitempty"`
 	Assignees []string `json:"assignees,omitempty"`
-	// State is the new state of the subject.
+	// State is the new state of the subject; From, where given, the
+	// state it left (work items).
 	State string `json:"state,omitempty"`
+	From  string `json:"from,omitempty"`
 	// Error explains a failure, a deadlock or an abnormal activity.
 	Error string `json:"error,omitempty"`
 	// Parent is the parent process instance of a subflow instance.

@@ -83,6 +83,8 @@ const (
 type payload struct {
 	Activity int64 `json:"activity,omitempty"`
 	Child    int64 `json:"child,omitempty"`
+	// Record is the step a notification (evNotify) tells the host about.
+	Record *Record `json:"record,omitempty"`
 }
 
 func (e *Engine) newRun(ctx context.Context, tx *gormstore.Store, actor string) *run {
@@ -359,6 +361,7 @@ func (r *run) drain() error {
 // runs (inside a host's transaction) leave their events unclaimed for the
 // poller, since the engine cannot see that transaction commit.
 func (r *run) flush(hosted bool) error {
+	own := len(r.records) // the children's records are their own to notify
 	for _, c := range r.children {
 		if err := c.flush(hosted); err != nil {
 			return err
@@ -390,6 +393,7 @@ func (r *run) flush(hosted bool) error {
 			r.records[i].ActivityInstance = a.row.ID
 		}
 	}
+	r.emitNotifications(r.records[:own])
 	if err := r.flushVars(); err != nil {
 		return err
 	}

@@ -360,7 +360,11 @@ func (r *run) moveItem(wi *store.WorkItem, from, to workitem.State, user string,
 	if from == workitem.Suspended && to != workitem.Withdrawn {
 		typ = RecordWorkItemResumed
 	}
-	r.record(Record{Type: typ, Activity: wi.ActivityDefID, ActivityInstance: aid, WorkItem: wid, State: string(to), User: user})
+	rec := Record{Type: typ, Activity: wi.ActivityDefID, ActivityInstance: aid, WorkItem: wid, State: string(to), From: string(from), User: user}
+	if to == workitem.Offered {
+		rec.Assignees = assigneeNames(wi.Assignees)
+	}
+	r.record(rec)
 	return nil
 }
 
@@ -401,11 +405,16 @@ func changeDetail(before, after store.WorkItem) map[string]string {
 }
 
 func principalsString(ps []store.Principal) string {
-	parts := make([]string, len(ps))
+	return strings.Join(assigneeNames(ps), ",")
+}
+
+// assigneeNames are principals as kind:id, as records report them.
+func assigneeNames(ps []store.Principal) []string {
+	names := make([]string, len(ps))
 	for i, p := range ps {
-		parts[i] = string(p.Kind) + ":" + p.ID
+		names[i] = string(p.Kind) + ":" + p.ID
 	}
-	return strings.Join(parts, ",")
+	return names
 }
 
 func mustOwn(wi store.WorkItem, user, op string) error {

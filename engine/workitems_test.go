@@ -540,6 +540,7 @@ const formXPDL = `<?xml version="1.0" encoding="UTF-8"?>
 </Package>`
 
 func TestCompletionOutputsFollowTheActivitysFormalParameters(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newHarness(t, db).start()
 		h.deploy(formXPDL)
