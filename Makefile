@@ -57,6 +57,10 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 bench: ## run the benchmarks
 	GOXPDL_WORKLIST_ITEMS=$${GOXPDL_WORKLIST_ITEMS:-20000} go test -run='^$$' -bench=. -benchmem ./...
 
+.PHONY: bench-smoke
+bench-smoke: ## run every benchmark once, small, so that none of them rots (CI)
+	GOXPDL_WORKLIST_ITEMS=20000 go test -run='^$$' -bench=. -benchtime=1x ./...
+
 # One million open work items on SQLite, and on MySQL/MariaDB when
 # GOXPDL_MYSQL_DSN is set (GOXPDL_WORKLIST_ITEMS changes the count).
 .PHONY: bench-worklist

@@ -132,7 +132,7 @@ func populateWorklist(ctx context.Context, b *testing.B, db *sql.DB, n int) {
 	)
 	itemCols := []string{
 		"id", "process_instance_id", "activity_instance_id", "process_def_id", "activity_def_id", "name", "state",
-		"performer", "assignees", "owner", "priority", "due_at", "version", "completed_by", "completion_key", "result",
+		"performer", "assignees", "owner", "priority", "due_at", "version", "completed_by", "completion_key", "suspended_from", "result",
 		"created_at", "updated_at", "ended_at",
 	}
 	visCols := []string{"principal_kind", "principal_id", "neg_priority", "work_item_id", "process_def_id", "activity_def_id", "state", "due_at"}
@@ -156,7 +156,7 @@ func populateWorklist(ctx context.Context, b *testing.B, db *sql.DB, n int) {
 					due = created.Add(time.Duration(rng.IntN(30*24)) * time.Hour)
 				}
 				items = append(items, id, id, id, process, activity, "Check order "+strconv.Itoa(id), "Offered",
-					"clerk", []byte(`[{"kind":"role","id":"`+role+`"}]`), "", priority, due, 1, "", "", nil,
+					"clerk", []byte(`[{"kind":"role","id":"`+role+`"}]`), "", priority, due, 1, "", "", "", nil,
 					created, created, nil)
 				rows++
 				vis = append(vis, string(store.PrincipalRole), role, -priority, id, process, activity, "Offered", due)
