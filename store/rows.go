@@ -298,3 +298,52 @@ const (
 	// before it was.
 	InboxExpired = "Expired"
 )
+
+// TimerState is the state of a durable timer.
+type TimerState string
+
+// The timer states.
+const (
+	// TimerPending timers fire when their DueAt has come.
+	TimerPending TimerState = "pending"
+	// TimerPaused timers belong to a suspended process; they keep the
+	// time they had left when paused and fire only after resuming.
+	TimerPaused TimerState = "paused"
+	// TimerFired timers have fired: their event is in the outbox.
+	TimerFired TimerState = "fired"
+)
+
+// Timer is a durable timer: a deadline, a limit, a timer event or a
+// reminder, due at a point in time.
+type Timer struct {
+	// ID is assigned by the store.
+	ID int64
+	// ProcessInstanceID is the instance the timer belongs to; 0 for a
+	// timer of a deployment (a timer start event).
+	ProcessInstanceID int64
+	// ActivityInstanceID is the activity instance it belongs to; 0 for a
+	// timer of the whole process or of a deployment.
+	ActivityInstanceID int64
+	// DefinitionID is the deployment a start timer belongs to; 0 else.
+	DefinitionID int64
+	// Kind says what the timer is for (the engine's names: deadline,
+	// limit, event, boundary, reminder, start).
+	Kind string
+	// Key names the element of the definition it was armed for, such as
+	// a deadline's index or an event's activity id.
+	Key string
+	// State is pending, paused or fired.
+	State TimerState
+	// DueAt is when the timer fires; never before.
+	DueAt time.Time
+	// PausedAt is when a paused timer was paused; nil else.
+	PausedAt *time.Time
+	// Count is how many times a repeating timer fired before this one.
+	Count int
+	// Payload is the engine's data for the timer.
+	Payload []byte
+	// CreatedAt is when the timer was armed.
+	CreatedAt time.Time
+	// FiredAt is when it fired; nil until then.
+	FiredAt *time.Time
+}

@@ -146,6 +146,40 @@ type Tx interface {
 	// stored): how a message correlated by query finds its instance.
 	FindProcessInstancesByVariable(ctx context.Context, params FindByVariableParams) ([]int64, error)
 
+	// InsertTimers stores new timers, all or none, and returns them with
+	// their IDs, in argument order. ID, FiredAt and PausedAt of the
+	// arguments are ignored; an empty State is TimerPending.
+	InsertTimers(ctx context.Context, timers []Timer) ([]Timer, error)
+	// GetTimer returns the timer with the given id, or ErrNotFound.
+	GetTimer(ctx context.Context, id int64) (Timer, error)
+	// FireDueTimers moves up to params.Limit pending timers whose DueAt is
+	// not after params.Now to TimerFired (FiredAt = params.Now), earliest
+	// DueAt first (then ID), and returns them as they are now. Concurrent
+	// callers (other transactions, other engine nodes) never fire the
+	// same timer: on MySQL the rows are locked with FOR UPDATE SKIP
+	// LOCKED, so a caller skips what another is firing; a timer is
+	// returned only by the call that moved it.
+	FireDueTimers(ctx context.Context, params FireDueTimersParams) ([]Timer, error)
+	// NextTimerDue returns the earliest DueAt of the pending timers, and
+	// false when there are none.
+	NextTimerDue(ctx context.Context) (time.Time, bool, error)
+	// ListTimers returns the timers matching the filter, earliest DueAt
+	// first, then ID.
+	ListTimers(ctx context.Context, params ListTimersParams) ([]Timer, error)
+	// DeleteTimers deletes the timers matching the filter and returns how
+	// many it deleted. A filter with neither ProcessInstanceID nor IDs is
+	// refused (an error), so that a mistake cannot delete every timer.
+	DeleteTimers(ctx context.Context, params DeleteTimersParams) (int64, error)
+	// PauseTimers moves the pending timers of a process instance to
+	// TimerPaused with PausedAt = params.At (the process was suspended)
+	// and returns how many it moved.
+	PauseTimers(ctx context.Context, params PauseTimersParams) (int64, error)
+	// ResumeTimers moves the paused timers of a process instance back to
+	// TimerPending, each with its DueAt pushed back by the time it was
+	// paused (params.At - PausedAt), so that it keeps the time it had
+	// left; PausedAt is cleared. It returns how many it moved.
+	ResumeTimers(ctx context.Context, params ResumeTimersParams) (int64, error)
+
 	// InsertEvents writes events to the outbox, all or none. When an
 	// EventID is already stored (or appears twice in events) it returns
 	// ErrDuplicate and inserts nothing of the batch. IDs, ProcessedAt and
@@ -490,4 +524,47 @@ type ListHistoryParams struct {
 	AfterID int64
 	// Limit, when greater than 0, is the most entries returned.
 	Limit int
+}
+
+// FireDueTimersParams are the arguments of Tx.FireDueTimers.
+type FireDueTimersParams struct {
+	// Now is the current time by the caller's clock.
+	Now time.Time
+	// Limit is the most timers fired; must be greater than 0.
+	Limit int
+}
+
+// ListTimersParams filter Tx.ListTimers; zero fields match everything.
+type ListTimersParams struct {
+	ProcessInstanceID  int64
+	ActivityInstanceID int64
+	DefinitionID       int64
+	States             []TimerState
+	Kinds              []string
+	// Limit caps the result; 0 is no cap.
+	Limit int
+}
+
+// DeleteTimersParams filter Tx.DeleteTimers. ProcessInstanceID or IDs is
+// required; the other fields narrow the match.
+type DeleteTimersParams struct {
+	ProcessInstanceID int64
+	// ActivityInstanceIDs, when not empty, limit the match to the timers
+	// of these activity instances.
+	ActivityInstanceIDs []int64
+	IDs                 []int64
+	// States, when not empty, limit the match to timers in these states.
+	States []TimerState
+}
+
+// PauseTimersParams are the arguments of Tx.PauseTimers.
+type PauseTimersParams struct {
+	ProcessInstanceID int64
+	At                time.Time
+}
+
+// ResumeTimersParams are the arguments of Tx.ResumeTimers.
+type ResumeTimersParams struct {
+	ProcessInstanceID int64
+	At                time.Time
 }

@@ -36,6 +36,7 @@ const (
 	tableInbox             = "goxpdl_inbox"
 	tableEvents            = "goxpdl_events"
 	tableHistory           = "goxpdl_history"
+	tableTimers            = "goxpdl_timers"
 )
 
 type definitionModel struct {
@@ -210,6 +211,36 @@ type inboxModel struct {
 
 func (inboxModel) TableName() string { return tableInbox }
 
+// timerModel is a durable timer. goxpdl_timers_due serves the firing
+// query (pending timers by due time), goxpdl_timers_instance the per
+// instance deletes, pauses and listings.
+type timerModel struct {
+	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	ProcessInstanceID  int64      `gorm:"column:process_instance_id;not null;index:goxpdl_timers_instance,priority:1"`
+	ActivityInstanceID int64      `gorm:"column:activity_instance_id;not null;index:goxpdl_timers_instance,priority:2"`
+	DefinitionID       int64      `gorm:"column:definition_id;not null"`
+	Kind               string     `gorm:"column:kind;size:64;not null"`
+	Key                string     `gorm:"column:timer_key;size:255;not null"`
+	State              string     `gorm:"column:state;size:16;not null;index:goxpdl_timers_due,priority:1"`
+	DueAt              time.Time  `gorm:"column:due_at;not null;precision:6;index:goxpdl_timers_due,priority:2"`
+	PausedAt           *time.Time `gorm:"column:paused_at;precision:6"`
+	Count              int        `gorm:"column:fire_count;not null"`
+	Payload            []byte     `gorm:"column:payload"`
+	CreatedAt          time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
+	FiredAt            *time.Time `gorm:"column:fired_at;precision:6"`
+}
+
+func (timerModel) TableName() string { return tableTimers }
+
+func (m timerModel) row() store.Timer {
+	return store.Timer{
+		ID: m.ID, ProcessInstanceID: m.ProcessInstanceID, ActivityInstanceID: m.ActivityInstanceID,
+		DefinitionID: m.DefinitionID, Kind: m.Kind, Key: m.Key, State: store.TimerState(m.State),
+		DueAt: rowTime(m.DueAt), PausedAt: rowTimePtr(m.PausedAt), Count: m.Count, Payload: rowBytes(m.Payload),
+		CreatedAt: rowTime(m.CreatedAt), FiredAt: rowTimePtr(m.FiredAt),
+	}
+}
+
 // allModels lists the models Migrate creates, in dependency order.
 var allModels = []any{
 	&definitionModel{},
@@ -221,6 +252,7 @@ var allModels = []any{
 	&eventModel{},
 	&historyModel{},
 	&inboxModel{},
+	&timerModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through
