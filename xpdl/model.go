@@ -657,6 +657,10 @@ type Event struct {
 	// Target is the activity a boundary (attached intermediate) event
 	// belongs to; empty for events in the normal flow.
 	Target string
+	// Interrupting says whether a boundary event, when it fires, ends
+	// the activity it is attached to (XPDL 2.2 attribute Interrupting;
+	// true when absent).
+	Interrupting bool
 	// Timer is set for TriggerTimer.
 	Timer *TimerTrigger
 	// ErrorCode is the error an Error event throws or catches.

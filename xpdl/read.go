@@ -1002,6 +1002,7 @@ func (r *reader) readEvent(e node, activityID string) *Event {
 		ev.Trigger = t
 	}
 	ev.Target = attr(el, "Target")
+	ev.Interrupting = !strings.EqualFold(strings.TrimSpace(attr(el, "Interrupting")), "false")
 	if t := child(el, "TriggerTimer"); t.Element != nil {
 		ev.Timer = &TimerTrigger{
 			TimeDate:  r.attrOrChildExpression(t, "TimeDate"),
