@@ -44,13 +44,10 @@ func (r *run) startActivity(a *act) error {
 		return nil
 	}
 	def := a.def
+	if waits(def) {
+		return r.startWaiting(a)
+	}
 	switch {
-	case IsManual(def):
-		return r.offer(a)
-	case def.Kind == xpdl.ActivitySubFlow:
-		return r.startSubflow(a)
-	case def.Kind == xpdl.ActivityBlock:
-		return r.startBlock(a)
 	case def.Kind == xpdl.ActivityEvent && def.Event != nil && def.Event.Type != xpdl.EventEnd &&
 		def.Event.Trigger != "" && def.Event.Trigger != xpdl.TriggerNone:
 		if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
@@ -81,6 +78,56 @@ func (r *run) startActivity(a *act) error {
 		}
 	}
 	return r.complete(a, "")
+}
+
+// waits reports whether an activity waits once started, for people, a
+// subflow, its activity set or a timer, so that its deadlines, limit,
+// boundary timers and reminders can pass.
+func waits(def *xpdl.Activity) bool {
+	return IsManual(def) || def.Kind == xpdl.ActivitySubFlow || def.Kind == xpdl.ActivityBlock || isTimerEvent(def)
+}
+
+// startWaiting starts an activity that waits, arming its timers when it
+// is still waiting at the end. Timers that cannot be worked out (a
+// deadline script fails) leave it Abnormal before anything else happens.
+func (r *run) startWaiting(a *act) error {
+	var plan timedWork
+	if hasTimers(a.scope.Flow, a.def) {
+		var err error
+		if plan, err = r.planTimers(a); err != nil {
+			if isStoreError(err) {
+				return err
+			}
+			if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
+				return err
+			}
+			return r.fail(a, err.Error())
+		}
+	}
+	var err error
+	switch def := a.def; {
+	case IsManual(def):
+		err = r.offer(a)
+	case def.Kind == xpdl.ActivitySubFlow:
+		err = r.startSubflow(a)
+	case def.Kind == xpdl.ActivityBlock:
+		err = r.startBlock(a)
+	default: // a timer event: it waits for its own timer
+		if err = r.setActivity(a, machine.ActivityStart, ""); err == nil {
+			err = r.setActivity(a, machine.ActivityWait, "")
+		}
+	}
+	if err != nil || len(plan) == 0 {
+		return err
+	}
+	switch wftype.ActivityState(a.row.State) {
+	case wftype.ActivityInActive, wftype.ActivityWaiting:
+		if err := r.persist(a); err != nil {
+			return err
+		}
+		r.arm(a, plan)
+	}
+	return nil
 }
 
 // isStoreError tells the errors that roll a step back (to be tried again)
@@ -328,7 +375,8 @@ func (r *run) startBlock(a *act) error {
 }
 
 // startActivities are where a flow begins: the named activity, or every
-// activity without incoming transitions.
+// activity without incoming transitions but the events attached to other
+// activities.
 func startActivities(f *xpdl.Flow, named string) []*xpdl.Activity {
 	if named != "" {
 		if a := f.Activity(named); a != nil {
@@ -337,7 +385,7 @@ func startActivities(f *xpdl.Flow, named string) []*xpdl.Activity {
 	}
 	var out []*xpdl.Activity
 	for _, a := range f.Activities {
-		if len(f.Incoming(a.ID)) == 0 {
+		if len(f.Incoming(a.ID)) == 0 && !isBoundaryEvent(a) {
 			out = append(out, a)
 		}
 	}

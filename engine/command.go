@@ -112,6 +112,9 @@ func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64) error {
 		if err := r.setProcess(machine.ProcessSuspend, ""); err != nil {
 			return err
 		}
+		if err := r.pauseTimers(); err != nil {
+			return err
+		}
 		return r.moveOpenItems(workitem.Suspend)
 	})
 }
@@ -130,6 +133,9 @@ func (e *Engine) ResumeTx(ctx context.Context, tx *gorm.DB, id int64) error {
 			return err
 		}
 		r.record(Record{Type: RecordProcessResumed, State: r.pi.State})
+		if err := r.resumeTimers(); err != nil {
+			return err
+		}
 		if err := r.moveOpenItems(workitem.Resume); err != nil {
 			return err
 		}

@@ -29,6 +29,16 @@ type Deployment struct {
 type deployment struct {
 	def store.Definition
 	pkg *xpdl.Package
+	// timed says, by process id, whether a process arms timers.
+	timed map[string]bool
+}
+
+func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
+	d := &deployment{def: def, pkg: pkg, timed: make(map[string]bool, len(pkg.Processes))}
+	for _, p := range pkg.Processes {
+		d.timed[p.ID] = timedProcess(p)
+	}
+	return d
 }
 
 func (d *deployment) public() Deployment {
@@ -127,7 +137,7 @@ func (e *Engine) insertDefinition(ctx context.Context, pkg *xpdl.Package, src []
 	if err != nil {
 		return Deployment{}, fmt.Errorf("deploy %s: %w", pkg.ID, err)
 	}
-	d := &deployment{def: def, pkg: pkg}
+	d := newDeployment(def, pkg)
 	e.defs.Add(def.ID, d)
 	return d.public(), nil
 }
@@ -175,7 +185,7 @@ func (e *Engine) parsed(def store.Definition) (*deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("definition %d (%s): %w", def.ID, def.PackageID, err)
 	}
-	d := &deployment{def: def, pkg: pkg}
+	d := newDeployment(def, pkg)
 	e.defs.Add(def.ID, d)
 	return d, nil
 }

@@ -96,6 +96,15 @@ type Config struct {
 	// NotifyTypes are the record types Notify receives; empty means
 	// DefaultNotifyTypes.
 	NotifyTypes []string
+	// Location is the time zone of dates without one and of calendar
+	// (cron) schedules in timer events and reminder policies; default
+	// time.Local.
+	Location *time.Location
+	// TimerPollInterval is the longest the timer service sleeps before
+	// looking for due timers it was not told of (armed by another node
+	// or in a host's transaction); default 1s. Timers this engine arms
+	// wake it on time.
+	TimerPollInterval time.Duration
 }
 
 // Group commit (groupcommit.go): how many database transactions run the
@@ -138,6 +147,7 @@ type Engine struct {
 	conflicts atomic.Uint64
 
 	commits *groupCommitter
+	timers  *timer.Service
 }
 
 // New returns an Engine over cfg.DB, migrating the schema unless
@@ -197,6 +207,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Directory == nil {
 		cfg.Directory = resource.Anyone{}
 	}
+	if cfg.Location == nil {
+		cfg.Location = time.Local
+	}
 	if len(cfg.NotifyTypes) == 0 {
 		cfg.NotifyTypes = DefaultNotifyTypes
 	}
@@ -239,6 +252,17 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	e.timers, err = timer.NewService(timer.ServiceConfig{
+		Store:    e.store,
+		Clock:    cfg.Clock,
+		Fire:     e.fireTimers,
+		Transact: e.ownTx,
+		MaxWait:  cfg.TimerPollInterval,
+		Logger:   cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	return e, nil
 }
 
@@ -255,6 +279,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.bus.Start(ctx); err != nil {
 		return errors.Join(err, e.sched.Stop(ctx))
 	}
+	if err := e.timers.Start(ctx); err != nil {
+		return errors.Join(err, e.bus.Stop(ctx), e.sched.Stop(ctx))
+	}
 	e.bus.Nudge()
 	return nil
 }
@@ -267,7 +294,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.state.CompareAndSwap(0, 2)
 		return nil
 	}
-	return errors.Join(e.bus.Stop(ctx), e.sched.Stop(ctx))
+	return errors.Join(e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx
@@ -284,6 +311,8 @@ type Stats struct {
 	Scheduler scheduler.Stats
 	// Bus holds events published and polled.
 	Bus eventbus.Stats
+	// Timers holds timers fired and the worst lateness seen.
+	Timers timer.ServiceStats
 	// Conflicts counts event processings retried because the instance
 	// changed underneath (optimistic concurrency).
 	Conflicts uint64
@@ -291,7 +320,7 @@ type Stats struct {
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Conflicts: e.conflicts.Load()}
+	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Timers: e.timers.Stats(), Conflicts: e.conflicts.Load()}
 }
 
 // Store returns the engine's store, for tools that read the engine's

@@ -58,6 +58,8 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 			return nil
 		case evSubprocess:
 			return r.subprocessEnded(p.Activity, p.Child)
+		case evTimer:
+			return r.timerFired(p.Timer)
 		case evTerminate:
 			if r.state().IsFinal() {
 				return nil
@@ -133,6 +135,9 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 		}
 		if err != nil {
 			return err
+		}
+		if !r.nextDue.IsZero() {
+			e.timers.Armed(r.nextDue)
 		}
 		if hostTx == nil {
 			e.remember(r)

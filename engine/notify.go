@@ -27,12 +27,14 @@ type Notification struct {
 }
 
 // DefaultNotifyTypes are the record types Config.Notify receives when
-// Config.NotifyTypes is empty: every change of a work item and the
-// messages of the correlation inbox.
+// Config.NotifyTypes is empty: every change of a work item, the messages
+// of the correlation inbox, and the chasing of late work (deadlines,
+// limits, reminders, escalations).
 var DefaultNotifyTypes = []string{
 	RecordWorkItemCreated, RecordWorkItemOffered, RecordWorkItemAllocated, RecordWorkItemStarted,
 	RecordWorkItemSuspended, RecordWorkItemResumed, RecordWorkItemCompleted, RecordWorkItemWithdrawn,
 	RecordMessageApplied, RecordMessageExpired,
+	RecordDeadlineFired, RecordActivityOverdue, RecordProcessOverdue, RecordActivityReminder, RecordActivityEscalated,
 }
 
 // evNotify is the outbox event that carries a notification.

@@ -18,6 +18,9 @@ type (
 	WorkItem = store.WorkItem
 	// HistoryEntry is one line of an instance's audit trail.
 	HistoryEntry = store.HistoryEntry
+	// Timer is a durable timer: a deadline, a limit, a timer event or a
+	// reminder.
+	Timer = store.Timer
 )
 
 // Instance returns a process instance.
@@ -75,6 +78,13 @@ func (e *Engine) WorkItems(ctx context.Context, filter store.ListWorkItemsParams
 // change of it, its activities and its work items, oldest first.
 func (e *Engine) History(ctx context.Context, id int64) ([]HistoryEntry, error) {
 	return e.store.ListHistory(ctx, store.ListHistoryParams{ProcessInstanceID: id})
+}
+
+// Timers returns the timers of a process instance that have not gone
+// with their activity: pending, paused (the process is suspended) or
+// fired, earliest due first.
+func (e *Engine) Timers(ctx context.Context, id int64) ([]Timer, error) {
+	return e.store.ListTimers(ctx, store.ListTimersParams{ProcessInstanceID: id})
 }
 
 // WorkItemFilter selects the open work items of one process instance.

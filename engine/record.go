@@ -32,6 +32,13 @@ type Record struct {
 	From  string `json:"from,omitempty"`
 	// Error explains a failure, a deadlock or an abnormal activity.
 	Error string `json:"error,omitempty"`
+	// Detail adds what the type needs: the exception a deadline raises,
+	// the number of a reminder, the activity a boundary timer is on.
+	Detail string `json:"detail,omitempty"`
+	// Due is when the timer behind a timer record (deadline.fired,
+	// timer.fired, *.overdue, activity.reminder) was due; Time is when
+	// the engine acted on it.
+	Due *time.Time `json:"due,omitempty"`
 	// Parent is the parent process instance of a subflow instance.
 	Parent int64 `json:"parent,omitempty"`
 }
@@ -58,7 +65,23 @@ const (
 	RecordWorkItemWithdrawn = "workitem.withdrawn"
 	RecordMessageApplied    = "message.applied"
 	RecordMessageExpired    = "message.expired"
+	// Timers: a deadline passed (State is SYNCHR or ASYNCHR, Detail the
+	// exception); a timer event fired; a Limit passed; an overdue reminder
+	// was sent (Detail is its number); a waiting activity's work was
+	// escalated (Assignees are whom it is offered to now).
+	RecordDeadlineFired     = "deadline.fired"
+	RecordTimerFired        = "timer.fired"
+	RecordActivityOverdue   = "activity.overdue"
+	RecordProcessOverdue    = "process.overdue"
+	RecordActivityReminder  = "activity.reminder"
+	RecordActivityEscalated = "activity.escalated"
 )
+
+// timerRecords are the record types a timer causes.
+var timerRecords = map[string]bool{
+	RecordDeadlineFired: true, RecordTimerFired: true, RecordActivityOverdue: true, RecordProcessOverdue: true,
+	RecordActivityReminder: true,
+}
 
 // Subscribe calls fn with every record from now on, in order, until the
 // returned function is called. fn runs on the engine's workers: it must be

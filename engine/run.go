@@ -47,7 +47,10 @@ type run struct {
 	inline     []*act // activities of activity sets to start in this transaction
 	children   []*run // subflow instances this run created
 	published  []store.Event
-	flushed    bool // flush wrote the instance
+	flushed    bool          // flush wrote the instance
+	timers     []store.Timer // timers to arm at flush
+	nextDue    time.Time     // the earliest timer this run (or its children) armed; zero for none
+	due        time.Time     // when the timer this run handles was due; its records say so
 }
 
 // act is an activity instance with its definition. A run changes
@@ -62,6 +65,8 @@ type act struct {
 	scope  flow.Scope
 	stored bool // the row exists in the database, at row.Version
 	dirty  bool // the row changed since it was stored
+	// finishedNow: the activity completed in this run (its timers go).
+	finishedNow bool
 }
 
 // unfinishedStates are the activity states an instance may still move
@@ -83,6 +88,8 @@ const (
 type payload struct {
 	Activity int64 `json:"activity,omitempty"`
 	Child    int64 `json:"child,omitempty"`
+	// Timer is the timer that fired (evTimer).
+	Timer int64 `json:"timer,omitempty"`
 	// Record is the step a notification (evNotify) tells the host about.
 	Record *Record `json:"record,omitempty"`
 }
@@ -223,6 +230,7 @@ func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string)
 	if to == wftype.ActivityCompleted {
 		end := r.now
 		a.row.EndedAt = &end
+		a.finishedNow = true
 	}
 	a.dirty = true
 	r.history = append(r.history, store.HistoryEntry{
@@ -321,6 +329,10 @@ func (r *run) emit(instance int64, kind string, p payload, critical bool) {
 
 func (r *run) record(rec Record) {
 	rec.Time, rec.Process, rec.Instance = r.now, r.pi.ProcessDefID, r.pi.ID
+	if !r.due.IsZero() && timerRecords[rec.Type] {
+		due := r.due
+		rec.Due = &due
+	}
 	if r.pi.ParentInstanceID != nil && rec.Type == RecordProcessStarted {
 		rec.Parent = *r.pi.ParentInstanceID
 	}
@@ -368,6 +380,9 @@ func (r *run) flush(hosted bool) error {
 		}
 		r.published = append(r.published, c.published...)
 		r.records = append(r.records, c.records...)
+		if !c.nextDue.IsZero() && (r.nextDue.IsZero() || c.nextDue.Before(r.nextDue)) {
+			r.nextDue = c.nextDue
+		}
 	}
 	// The process first: its version is the fence, so a run computed
 	// from a stale copy fails here before writing anything else.
@@ -395,6 +410,9 @@ func (r *run) flush(hosted bool) error {
 	}
 	r.emitNotifications(r.records[:own])
 	if err := r.flushVars(); err != nil {
+		return err
+	}
+	if err := r.flushTimers(); err != nil {
 		return err
 	}
 	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {

@@ -53,6 +53,9 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 			return nil, err
 		}
 	}
+	if err := r.armProcessLimit(); err != nil {
+		return nil, err
+	}
 	r.record(Record{Type: RecordProcessStarted, State: r.pi.State})
 	r.emit(r.pi.ID, evSchedule, payload{}, true)
 	return r, nil

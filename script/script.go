@@ -175,7 +175,7 @@ func (e *Evaluator) runThen(ctx context.Context, src string, vars map[string]any
 		e.release(rt, vars, clean)
 	}()
 	for name, val := range vars {
-		if err := rt.vm.Set(name, val); err != nil {
+		if err := rt.set(name, val); err != nil {
 			return nil, &Error{Source: src, Kind: ErrRuntime, Detail: fmt.Sprintf("set %s: %v", name, err)}
 		}
 	}
@@ -210,6 +210,20 @@ func (e *Evaluator) runThen(ctx context.Context, src string, vars map[string]any
 type runtime struct {
 	vm      *goja.Runtime
 	globals int
+}
+
+// set makes a variable visible to scripts. A time.Time becomes a JavaScript
+// Date (so that getTime() and the like work, as in Shark's deadline
+// scripts); everything else goes in as goja maps it.
+func (rt *runtime) set(name string, val any) error {
+	if t, ok := val.(time.Time); ok {
+		date, err := rt.vm.New(rt.vm.Get("Date"), rt.vm.ToValue(t.UnixMilli()))
+		if err != nil {
+			return err
+		}
+		return rt.vm.Set(name, date)
+	}
+	return rt.vm.Set(name, val)
 }
 
 // runtime takes a clean VM from the pool or makes one.

@@ -177,3 +177,15 @@ func TestExecReturnsAssignedVariables(t *testing.T) {
 	_, err = e.Exec(context.Background(), "throw new Error('no')", nil)
 	require.ErrorIs(t, err, script.ErrRuntime)
 }
+
+func TestTimesAreDates(t *testing.T) {
+	t.Parallel()
+	ev := script.New(script.Config{})
+	created := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	// Shark's deadline script: a java.util.Date a minute after the
+	// activity was created.
+	v, err := ev.Eval(t.Context(), "var d=new java.util.Date();\nd.setTime(created.getTime()+60000);\nd;",
+		map[string]any{"created": created})
+	require.NoError(t, err)
+	require.Equal(t, created.Add(time.Minute), v.(time.Time).UTC())
+}

@@ -351,9 +351,47 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 			}
 			continue
 		}
+		if !pending {
+			// A timer may still move the instance on: wait for it.
+			due, ok, err := nextProgressTimer(ctx, e, tree)
+			if err != nil {
+				return outcome{}, err
+			}
+			if ok {
+				t := clock.NewTimer(max(due.Sub(clock.Now()), 0) + 10*time.Millisecond)
+				select {
+				case <-t.C():
+				case <-ctx.Done():
+					t.Stop()
+					return outcome{}, ctx.Err()
+				}
+				lastProgress = clock.Now()
+				continue
+			}
+		}
 		o.stalled = pending
 		return o, nil
 	}
+}
+
+// nextProgressTimer is when the earliest timer that can move one of the
+// unfinished instances of tree on is due.
+func nextProgressTimer(ctx context.Context, e *engine.Engine, tree []engine.ProcessInstance) (time.Time, bool, error) {
+	var next time.Time
+	found := false
+	for _, pi := range tree {
+		if wftype.ProcessState(pi.State).IsFinal() {
+			continue
+		}
+		t, ok, err := e.NextProgressTimer(ctx, pi.ID)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if ok && (!found || t.DueAt.Before(next)) {
+			next, found = t.DueAt, true
+		}
+	}
+	return next, found, nil
 }
 
 // completeAsFirstEligible completes a work item as the first user (by id)

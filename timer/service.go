@@ -1,0 +1,251 @@
+package timer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// Service defaults.
+const (
+	// DefaultBatchSize is how many timers one transaction fires at most.
+	DefaultBatchSize = 500
+	// DefaultMaxWait is the longest the service sleeps between looks at
+	// the database, for timers armed where it cannot hear of them (by
+	// another node, or in a host's transaction).
+	DefaultMaxWait = time.Second
+)
+
+// Errors of the service's life cycle.
+var (
+	ErrStarted = errors.New("timer: service already started")
+	ErrStopped = errors.New("timer: service stopped")
+)
+
+// FireFunc turns timers that fired into work, inside tx, the transaction
+// that moved them to fired: usually events in the outbox. Whatever it
+// returns as after runs once tx has committed (to dispatch the events).
+// An error rolls the firing back; the timers fire again later.
+type FireFunc func(ctx context.Context, tx store.Tx, fired []store.Timer) (after func(), err error)
+
+// ServiceConfig configures a Service.
+type ServiceConfig struct {
+	// Store holds the timers; required.
+	Store store.Store
+	// Clock is the time source; required (Real() in production).
+	Clock Clock
+	// Fire receives every batch of fired timers; required.
+	Fire FireFunc
+	// Transact runs fn in a transaction; default Store.InTx. The engine
+	// passes its own, so that firing shares its commit path.
+	Transact func(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error
+	// BatchSize is the most timers fired per transaction; default
+	// DefaultBatchSize.
+	BatchSize int
+	// MaxWait is the longest sleep between looks; default DefaultMaxWait.
+	MaxWait time.Duration
+	// Logger receives the service's logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// ServiceStats are a Service's counters.
+type ServiceStats struct {
+	// Fired counts the timers fired by this service.
+	Fired uint64
+	// Rounds counts the transactions that fired at least one timer.
+	Rounds uint64
+	// Errors counts failed rounds (retried on the next look).
+	Errors uint64
+	// MaxLateness is the largest FiredAt - DueAt seen.
+	MaxLateness time.Duration
+}
+
+// Service fires durable timers: it sleeps until the earliest pending
+// timer is due (or MaxWait, or an Armed call for an earlier one), then
+// moves every due timer to fired and hands it to Fire in the same
+// transaction, a batch at a time. A timer never fires before its DueAt
+// by the Clock; it fires once: FireDueTimers hands each row to one
+// caller, and the outbox event Fire writes is processed at least once
+// under the outbox's lease. Timers overdue at Start (after downtime) fire
+// at once, oldest first.
+//
+// It owns one goroutine between Start and Stop.
+type Service struct {
+	cfg ServiceConfig
+	log *slog.Logger
+
+	wake    chan struct{} // a pending wake-up; capacity 1
+	planned atomic.Int64  // UnixNano of the planned wake-up; 0 when none
+
+	fired, rounds, errs atomic.Uint64
+	maxLate             atomic.Int64
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewService returns a Service, or an error naming a missing field.
+func NewService(cfg ServiceConfig) (*Service, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("timer: ServiceConfig.Store is required")
+	case cfg.Clock == nil:
+		return nil, errors.New("timer: ServiceConfig.Clock is required")
+	case cfg.Fire == nil:
+		return nil, errors.New("timer: ServiceConfig.Fire is required")
+	case cfg.BatchSize < 0 || cfg.MaxWait < 0:
+		return nil, fmt.Errorf("timer: negative BatchSize %d or MaxWait %v", cfg.BatchSize, cfg.MaxWait)
+	}
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.MaxWait = cmp.Or(cfg.MaxWait, DefaultMaxWait)
+	if cfg.Transact == nil {
+		cfg.Transact = cfg.Store.InTx
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s, nil
+}
+
+// Start starts the service's goroutine, which fires what is due at once.
+// Cancelling ctx stops it as Stop does (Stop must still be called to wait
+// for it).
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped:
+		return ErrStopped
+	case s.started:
+		return ErrStarted
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s.started, s.cancel, s.done = true, cancel, make(chan struct{})
+	go s.run(runCtx)
+	return nil
+}
+
+// Stop stops the goroutine and waits for it, including a firing in
+// progress, or until ctx ends. It is idempotent and safe before Start.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopped = true
+	if s.cancel != nil {
+		s.cancel()
+	}
+	done := s.done
+	s.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Armed tells the service that a timer due at due was committed, so that
+// it wakes up in time when it planned to sleep longer.
+func (s *Service) Armed(due time.Time) {
+	planned := s.planned.Load()
+	if planned != 0 && due.UnixNano() >= planned {
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stats returns the service's counters.
+func (s *Service) Stats() ServiceStats {
+	return ServiceStats{
+		Fired: s.fired.Load(), Rounds: s.rounds.Load(), Errors: s.errs.Load(),
+		MaxLateness: time.Duration(s.maxLate.Load()),
+	}
+}
+
+func (s *Service) run(ctx context.Context) {
+	defer close(s.done)
+	for ctx.Err() == nil {
+		s.planned.Store(0) // wake-ups during a round count
+		if err := s.FireDue(ctx); err != nil && ctx.Err() == nil {
+			s.errs.Add(1)
+			s.log.WarnContext(ctx, "timer: firing failed; retrying", slog.Any("error", err))
+		}
+		wait := s.cfg.MaxWait
+		next, ok, err := s.cfg.Store.NextTimerDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "timer: reading the next due time failed", slog.Any("error", err))
+		}
+		now := s.cfg.Clock.Now()
+		if ok {
+			wait = min(wait, max(next.Sub(now), 0))
+		}
+		s.planned.Store(now.Add(wait).UnixNano())
+		t := s.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-s.wake:
+			t.Stop()
+		case <-t.C():
+		}
+	}
+}
+
+// FireDue fires every timer due now, a batch per transaction, until none
+// is left; the service's goroutine calls it, and so may a caller that
+// wants overdue timers fired before it goes on (recovery, tests).
+func (s *Service) FireDue(ctx context.Context) error {
+	for ctx.Err() == nil {
+		now := s.cfg.Clock.Now()
+		var fired []store.Timer
+		var after func()
+		err := s.cfg.Transact(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			fired, err = tx.FireDueTimers(ctx, store.FireDueTimersParams{Now: now, Limit: s.cfg.BatchSize})
+			if err != nil || len(fired) == 0 {
+				return err
+			}
+			after, err = s.cfg.Fire(ctx, tx, fired)
+			return err
+		})
+		if errors.Is(err, store.ErrConflict) {
+			continue // another firer took some of these; look again
+		}
+		if err != nil {
+			return err
+		}
+		if len(fired) == 0 {
+			return nil
+		}
+		if after != nil {
+			after()
+		}
+		s.rounds.Add(1)
+		s.fired.Add(uint64(len(fired)))
+		for _, t := range fired {
+			late := int64(now.Sub(t.DueAt))
+			for cur := s.maxLate.Load(); late > cur && !s.maxLate.CompareAndSwap(cur, late); cur = s.maxLate.Load() {
+			}
+		}
+		if len(fired) < s.cfg.BatchSize {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
