@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("InTx", h.testInTx)
 	t.Run("Time", h.testTime)
 	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
+	t.Run("Timer", h.testTimers)
 }
 
 type harness struct {
