@@ -74,12 +74,23 @@ func (s *Store) Capabilities() store.Capabilities {
 
 // InTx implements store.Store. Over a pool it begins a transaction; over a
 // transaction it nests with a savepoint (see Store).
+//
+// On MySQL the transactions it begins run at READ COMMITTED, as Camunda
+// also requires of MySQL: every write of the engine is guarded by a row
+// version or a state condition, so it needs no gap locks, and the gap
+// locks of REPEATABLE READ would make claims and timer firings that skip
+// each other's rows (FOR UPDATE SKIP LOCKED) wait for each other after all
+// when they change an indexed column.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	var opts []*sql.TxOptions
+	if s.dialect == store.DialectMySQL && !s.inTx() {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect})
 		return fnErr
-	})
+	}, opts...)
 	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged
 		return err
 	}
