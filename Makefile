@@ -59,7 +59,11 @@ bench: ## run the benchmarks
 
 .PHONY: bench-smoke
 bench-smoke: ## run every benchmark once, small, so that none of them rots (CI)
-	GOXPDL_WORKLIST_ITEMS=20000 go test -run='^$$' -bench=. -benchtime=1x ./...
+	GOXPDL_WORKLIST_ITEMS=20000 GOXPDL_BENCH_TIMERS=200 go test -run='^$$' -bench=. -benchtime=1x ./...
+
+.PHONY: bench-timers
+bench-timers: ## 10,000 deadlines due at the same instant (GOXPDL_BENCH_TIMERS changes the count)
+	go test -run '^$$' -bench BenchmarkTimersDueAtOnce -benchtime 1x -timeout 30m ./engine/
 
 # One million open work items on SQLite, and on MySQL/MariaDB when
 # GOXPDL_MYSQL_DSN is set (GOXPDL_WORKLIST_ITEMS changes the count).
