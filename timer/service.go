@@ -65,6 +65,40 @@ type ServiceStats struct {
 	Errors uint64
 	// MaxLateness is the largest FiredAt - DueAt seen.
 	MaxLateness time.Duration
+	// Lateness counts the fired timers by FiredAt - DueAt: Lateness[i]
+	// those not later than LatenessBounds[i] (and later than the bound
+	// before), the last entry those later than every bound.
+	Lateness [len(LatenessBounds) + 1]uint64
+}
+
+// LatenessBounds are the upper bounds of ServiceStats.Lateness's buckets.
+var LatenessBounds = [...]time.Duration{
+	10 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second,
+}
+
+// LatenessQuantile returns the upper bound of the bucket holding the q
+// quantile (0 < q <= 1) of the lateness, and false when nothing fired or
+// it lies beyond the last bound.
+func (st ServiceStats) LatenessQuantile(q float64) (time.Duration, bool) {
+	var total uint64
+	for _, n := range st.Lateness {
+		total += n
+	}
+	if total == 0 {
+		return 0, false
+	}
+	rank := uint64(q * float64(total))
+	if rank < 1 {
+		rank = 1
+	}
+	var seen uint64
+	for i, n := range st.Lateness[:len(LatenessBounds)] {
+		if seen += n; seen >= rank {
+			return LatenessBounds[i], true
+		}
+	}
+	return 0, false
 }
 
 // Service fires durable timers: it sleeps until the earliest pending
@@ -86,6 +120,7 @@ type Service struct {
 
 	fired, rounds, errs atomic.Uint64
 	maxLate             atomic.Int64
+	lateness            [len(LatenessBounds) + 1]atomic.Uint64
 
 	mu      sync.Mutex
 	started bool
@@ -172,10 +207,14 @@ func (s *Service) Armed(due time.Time) {
 
 // Stats returns the service's counters.
 func (s *Service) Stats() ServiceStats {
-	return ServiceStats{
+	st := ServiceStats{
 		Fired: s.fired.Load(), Rounds: s.rounds.Load(), Errors: s.errs.Load(),
 		MaxLateness: time.Duration(s.maxLate.Load()),
 	}
+	for i := range s.lateness {
+		st.Lateness[i] = s.lateness[i].Load()
+	}
+	return st
 }
 
 func (s *Service) run(ctx context.Context) {
@@ -205,6 +244,17 @@ func (s *Service) run(ctx context.Context) {
 		case <-t.C():
 		}
 	}
+}
+
+// observe counts one timer that fired late late.
+func (s *Service) observe(late time.Duration) {
+	for cur := s.maxLate.Load(); int64(late) > cur && !s.maxLate.CompareAndSwap(cur, int64(late)); cur = s.maxLate.Load() {
+	}
+	i := 0
+	for i < len(LatenessBounds) && late > LatenessBounds[i] {
+		i++
+	}
+	s.lateness[i].Add(1)
 }
 
 // FireDue fires every timer due now, a batch per transaction, until none
@@ -239,9 +289,7 @@ func (s *Service) FireDue(ctx context.Context) error {
 		s.rounds.Add(1)
 		s.fired.Add(uint64(len(fired)))
 		for _, t := range fired {
-			late := int64(now.Sub(t.DueAt))
-			for cur := s.maxLate.Load(); late > cur && !s.maxLate.CompareAndSwap(cur, late); cur = s.maxLate.Load() {
-			}
+			s.observe(now.Sub(t.DueAt))
 		}
 		if len(fired) < s.cfg.BatchSize {
 			return nil

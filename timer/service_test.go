@@ -88,6 +88,10 @@ func TestServiceFiresOnTimeAndOnce(t *testing.T) {
 		stats := s.Stats()
 		require.Equal(t, uint64(3), stats.Fired)
 		require.Zero(t, stats.MaxLateness)
+		require.Equal(t, uint64(3), stats.Lateness[0], "all on time")
+		q, ok := stats.LatenessQuantile(0.99)
+		require.True(t, ok)
+		require.Equal(t, timer.LatenessBounds[0], q)
 	})
 }
 
