@@ -110,7 +110,7 @@ func benchTimersOnce(b *testing.B, d dbtest.Dialect, n int) {
 	b.StartTimer()
 	select {
 	case <-all:
-	case <-time.After(due.Sub(time.Now()) + 5*time.Minute):
+	case <-time.After(time.Until(due) + 5*time.Minute):
 		b.Fatalf("only %d of %d deadlines fired", len(lateness), n)
 	}
 	b.StopTimer()
