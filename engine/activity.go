@@ -319,11 +319,12 @@ func (r *run) withdrawWorkItems() error {
 // moveOpenItems applies cmd (withdraw, suspend, resume) to every open
 // work item of the process that accepts it.
 func (r *run) moveOpenItems(cmd workitem.Command) error {
-	states := make([]string, len(workitem.OpenStates))
-	for i, s := range workitem.OpenStates {
-		states[i] = string(s)
-	}
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, States: states})
+	return r.moveItems(cmd, WorkItemFilter(r.pi.ID))
+}
+
+// moveItems applies cmd to the work items filter selects that accept it.
+func (r *run) moveItems(cmd workitem.Command, filter store.ListWorkItemsParams) error {
+	items, err := r.tx.ListWorkItems(r.ctx, filter)
 	if err != nil {
 		return err
 	}

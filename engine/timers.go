@@ -564,33 +564,9 @@ func (r *run) withdrawItemsOf(a *act) error {
 	if a.row.ID == 0 || !IsManual(a.def) {
 		return nil
 	}
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, States: openStateNames(),
-	})
-	if err != nil {
-		return err
-	}
-	for _, wi := range items {
-		from := workitem.State(wi.State)
-		to, err := workitem.Next(from, workitem.Withdraw, workitem.State(wi.SuspendedFrom))
-		if err != nil {
-			continue
-		}
-		end := r.now
-		wi.EndedAt = &end
-		if err := r.moveItem(&wi, from, to, r.actor, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func openStateNames() []string {
-	states := make([]string, len(workitem.OpenStates))
-	for i, s := range workitem.OpenStates {
-		states[i] = string(s)
-	}
-	return states
+	filter := WorkItemFilter(r.pi.ID)
+	filter.ActivityInstanceID = a.row.ID
+	return r.moveItems(workitem.Withdraw, filter)
 }
 
 // limitPassed handles an activity's Limit: an activity.overdue record,
@@ -698,9 +674,9 @@ func (r *run) escalate(a *act, p resource.Participant) error {
 	}
 	to := []store.Principal{{Kind: kind, ID: p.ID}}
 	principal := string(kind) + ":" + p.ID
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, States: openStateNames(),
-	})
+	filter := WorkItemFilter(r.pi.ID)
+	filter.ActivityInstanceID = a.row.ID
+	items, err := r.tx.ListWorkItems(r.ctx, filter)
 	if err != nil {
 		return err
 	}
