@@ -37,13 +37,30 @@ func IsManual(a *xpdl.Activity) bool {
 
 // startActivity runs an Initiated activity as far as it goes in this
 // transaction: automatic work completes and routes; manual work is offered;
-// subflows and blocks start and wait. A Suspended process leaves it
+// subflows and blocks start and wait; a looping activity waits for its
+// instances (loop.go). A Suspended process leaves it
 // Initiated (Resume starts it); a finished one ignores it.
 func (r *run) startActivity(a *act) error {
 	if r.state() != wftype.ProcessRunning || a.row.State != string(wftype.ActivityInitiated) {
 		return nil
 	}
+	if isLoop(a) {
+		return r.startWaiting(a) // it waits for its instances (loop.go)
+	}
+	if isLoopInstance(a) {
+		leave, err := r.enterInstance(a)
+		if err != nil {
+			return err
+		}
+		defer leave()
+	}
 	def := a.def
+	if isEventGateway(def) {
+		return r.startEventGateway(a)
+	}
+	if isThrowEvent(def) {
+		return r.throwEvent(a)
+	}
 	if waits(def) {
 		return r.startWaiting(a)
 	}
@@ -58,16 +75,13 @@ func (r *run) startActivity(a *act) error {
 	if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
 		return err
 	}
+	if exception, err := r.callHooks(a, HookOnEnter); err != nil || exception != "" {
+		return r.callFailed(a, exception, err)
+	}
 	switch {
 	case def.Kind == xpdl.ActivityTool || (def.Task == xpdl.TaskService || def.Task == xpdl.TaskSend || def.Task == xpdl.TaskReceive) && len(def.Tools) > 0:
-		exception, err := r.callTools(a)
-		switch {
-		case err != nil && (IsRetryable(err) || isStoreError(err)):
-			return err // roll back; the event comes again
-		case err != nil:
-			return r.fail(a, err.Error())
-		case exception != "":
-			return r.complete(a, exception)
+		if exception, err := r.callTools(a); err != nil || exception != "" {
+			return r.callFailed(a, exception, err)
 		}
 	case def.Kind == xpdl.ActivityScript || def.Script != nil:
 		if err := r.runScript(a); err != nil {
@@ -80,11 +94,26 @@ func (r *run) startActivity(a *act) error {
 	return r.complete(a, "")
 }
 
+// callFailed handles an application or hook call of activity a that
+// raised an XPDL exception (its exception transitions fire) or failed:
+// a retryable or database error rolls the step back for the event to
+// come again, any other puts the activity in Abnormal.
+func (r *run) callFailed(a *act, exception string, err error) error {
+	switch {
+	case err != nil && (IsRetryable(err) || isStoreError(err)):
+		return err
+	case err != nil:
+		return r.fail(a, err.Error())
+	}
+	return r.complete(a, exception)
+}
+
 // waits reports whether an activity waits once started, for people, a
-// subflow, its activity set or a timer, so that its deadlines, limit,
-// boundary timers and reminders can pass.
+// subflow, its activity set, a timer, a message or a signal, so that its
+// deadlines, limit, boundary timers and reminders can pass.
 func waits(def *xpdl.Activity) bool {
-	return IsManual(def) || def.Kind == xpdl.ActivitySubFlow || def.Kind == xpdl.ActivityBlock || isTimerEvent(def)
+	return IsManual(def) || def.Kind == xpdl.ActivitySubFlow || def.Kind == xpdl.ActivityBlock || isTimerEvent(def) ||
+		catchesTrigger(def)
 }
 
 // startWaiting starts an activity that waits, arming its timers when it
@@ -92,7 +121,7 @@ func waits(def *xpdl.Activity) bool {
 // deadline script fails) leave it Abnormal before anything else happens.
 func (r *run) startWaiting(a *act) error {
 	var plan timedWork
-	if hasTimers(a.scope.Flow, a.def) {
+	if hasTimers(a.scope.Flow, a.def) && !isLoopInstance(a) { // a loop's timers are its own
 		var err error
 		if plan, err = r.planTimers(a); err != nil {
 			if isStoreError(err) {
@@ -106,15 +135,19 @@ func (r *run) startWaiting(a *act) error {
 	}
 	var err error
 	switch def := a.def; {
+	case isLoop(a):
+		err = r.startLoop(a)
 	case IsManual(def):
 		err = r.offer(a)
 	case def.Kind == xpdl.ActivitySubFlow:
 		err = r.startSubflow(a)
 	case def.Kind == xpdl.ActivityBlock:
 		err = r.startBlock(a)
-	default: // a timer event: it waits for its own timer
+	default: // an event or a receive task: it waits for its timer, message or signal
 		if err = r.setActivity(a, machine.ActivityStart, ""); err == nil {
-			err = r.setActivity(a, machine.ActivityWait, "")
+			if err = r.setActivity(a, machine.ActivityWait, ""); err == nil {
+				err = r.armTrigger(a)
+			}
 		}
 	}
 	if err != nil || len(plan) == 0 {
@@ -212,6 +245,9 @@ func (r *run) fail(a *act, diagnosis string) error {
 // be evaluated, or an exception the model does not handle, leaves the
 // activity Abnormal instead.
 func (r *run) complete(a *act, exception string) error {
+	if handled, err := r.completeInstance(a, exception); handled || err != nil {
+		return err // an instance of a loop (loop.go)
+	}
 	sc := a.scope
 	var fired []*xpdl.Transition
 	if exception != "" {
@@ -231,22 +267,19 @@ func (r *run) complete(a *act, exception string) error {
 	if err := r.setActivity(a, machine.ActivityComplete, ""); err != nil {
 		return err
 	}
+	if err := r.deferredChoice(a); err != nil {
+		return err
+	}
 	if len(fired) == 0 && len(sc.Flow.Outgoing(a.def.ID)) > 0 {
 		r.tokens.DeadEnd(sc, a.def)
 	}
-	for _, t := range fired {
-		if !r.tokens.Arrive(sc, t) {
-			continue
-		}
-		target := sc.Flow.Activity(t.To)
-		if target == nil {
-			continue
-		}
-		if _, err := r.createActivity(sc, target, true); err != nil {
-			return err
-		}
+	if err := r.fire(sc, fired); err != nil {
+		return err
 	}
 	if a.def.Event != nil && a.def.Event.Type == xpdl.EventEnd && a.def.Event.Trigger == xpdl.TriggerTerminate && sc.Block == 0 {
+		if err := r.endOpenActivities("ended by terminate end event " + a.def.ID); err != nil {
+			return err
+		}
 		return r.endProcess(machine.ProcessComplete, "")
 	}
 	return r.settle(sc)
@@ -267,7 +300,7 @@ func (r *run) settle(sc flow.Scope) error {
 	}
 	starts, outcome, diagnosis := r.tokens.Settle(sc, live)
 	for _, id := range starts {
-		if _, err := r.createActivity(sc, sc.Flow.Activity(id), true); err != nil {
+		if err := r.startJoin(sc, sc.Flow.Activity(id), nil); err != nil {
 			return err
 		}
 	}
@@ -289,6 +322,26 @@ func (r *run) settle(sc flow.Scope) error {
 			}
 		}
 		return r.endProcess(machine.ProcessLock, diagnosis)
+	}
+	return nil
+}
+
+// endOpenActivities ends every unfinished activity of the process before
+// a Terminate end event completes it (explicit termination, workflow
+// pattern 43): work items are withdrawn, subflow instances terminated,
+// blocks cancelled with their activities, and each activity completes
+// without passing anything on.
+func (r *run) endOpenActivities(why string) error {
+	for _, a := range r.acts {
+		if a.scope.Block != 0 || a.row.State == string(wftype.ActivityCompleted) {
+			continue // a block's activities end with it
+		}
+		if err := r.interrupt(a); err != nil {
+			return err
+		}
+		if err := r.forceComplete(a, why); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -449,6 +502,12 @@ func (r *run) callTools(a *act) (exception string, err error) {
 			IdempotencyKey:     fmt.Sprintf("%d/%d/%d/%d", r.pi.ID, a.row.ID, a.row.Attempt, i),
 			ProcessInstanceID:  r.pi.ID, ActivityInstanceID: a.row.ID, ActivityID: a.def.ID,
 		}
+		if r.redelivered {
+			if v, ok := call.ExtendedAttributes.Get(AttrRetryable); ok && strings.EqualFold(strings.TrimSpace(v), "false") {
+				return "", fmt.Errorf("%w: application %s is declared Retryable=false and an earlier attempt of activity %s may have called it",
+					ErrNotRetried, app.ID, a.def.ID)
+			}
+		}
 		out, err := callSafely(r.ctx, fn, call)
 		if err != nil {
 			if exc, ok := errors.AsType[*ApplicationException](err); ok {
@@ -477,7 +536,11 @@ func (r *run) callTools(a *act) (exception string, err error) {
 func callSafely(ctx context.Context, fn ApplicationFunc, call *Call) (out map[string]any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, fmt.Errorf("application %s panicked: %v\n%s", call.Application, p, debug.Stack())
+			what := "application " + call.Application
+			if call.Hook != "" {
+				what = "hook " + call.ToolAgentClass
+			}
+			out, err = nil, fmt.Errorf("%s panicked: %v\n%s", what, p, debug.Stack())
 		}
 	}()
 	return fn(ctx, call)

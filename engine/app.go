@@ -51,6 +51,10 @@ type Call struct {
 	ProcessInstanceID, ActivityInstanceID int64
 	// ActivityID is the XPDL id of the calling activity.
 	ActivityID string
+	// Hook is the hook event (HookOnEnter, HookOnFinish) when the call is
+	// a hook (AttrHook) rather than an application; Application is empty
+	// then, and Params holds every process variable.
+	Hook string
 }
 
 // ApplicationException is a failure the process model handles: the
@@ -99,6 +103,19 @@ func IsRetryable(err error) bool {
 // is registered for, when Config.NoOpUnboundApplications is false.
 var ErrNoApplication = errors.New("no application registered")
 
+// ErrNotRetried: an application declared not retryable (extended
+// attribute Retryable="false") was not called again for an activity whose
+// earlier attempt may have called it (the event was delivered before: a
+// crash, a failed commit); the activity goes Abnormal for an operator to
+// decide.
+var ErrNotRetried = errors.New("application not retried")
+
+// AttrRetryable on an Application (or a tool call) set to "false" says its
+// calls must not be repeated: after a crash or a failed commit the
+// activity goes Abnormal (ErrNotRetried) instead of calling it again.
+// By default calls are at least once, with a stable IdempotencyKey.
+const AttrRetryable = "Retryable"
+
 // JavaScriptToolAgentClass is the Shark tool agent whose convention the
 // built-in JavaScript agent follows: the ExtendedAttribute "Script" holds
 // the script, formal parameters are its variables, and OUT/INOUT
@@ -128,10 +145,20 @@ func (e *Engine) RegisterToolAgent(class string, fn ApplicationFunc) {
 // resolve finds the function for an application.
 func (e *Engine) resolve(app *xpdl.Application, class string) (ApplicationFunc, bool) {
 	e.appMu.RLock()
-	defer e.appMu.RUnlock()
-	if fn, ok := e.apps[app.ID]; ok {
+	fn, ok := e.apps[app.ID]
+	e.appMu.RUnlock()
+	if ok {
 		return fn, true
 	}
+	return e.resolveAgent(class)
+}
+
+// resolveAgent finds the tool agent registered for a class (by its full
+// name or its last dotted part), else the built-in JavaScript agent or,
+// when configured, the no-op one.
+func (e *Engine) resolveAgent(class string) (ApplicationFunc, bool) {
+	e.appMu.RLock()
+	defer e.appMu.RUnlock()
 	if class != "" {
 		if fn, ok := e.agents[class]; ok {
 			return fn, true

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
@@ -33,6 +36,16 @@ type StartOptions struct {
 	// Actor is recorded in the audit trail as who started it; default
 	// "host".
 	Actor string
+	// IdempotencyKey, when not empty, makes the start idempotent: the
+	// first start with a key creates the instance, and every later one
+	// returns that instance's id and creates nothing. It is how a host
+	// resolves a start whose outcome it does not know (the connection
+	// failed around the commit): start again with the same key. Keys are
+	// unique among all the instances of the database, whatever their
+	// process, and stay taken while the instance's row exists; a key
+	// already used for another package or process is refused with
+	// ErrKeyReused. The variables of a repeated start are not compared.
+	IdempotencyKey string
 }
 
 // StartProcess creates a process instance in its own transaction and
@@ -53,6 +66,16 @@ func (e *Engine) StartProcessTx(ctx context.Context, tx *gorm.DB, opts StartOpti
 }
 
 func (e *Engine) startProcess(ctx context.Context, hostTx *gorm.DB, opts StartOptions) (int64, error) {
+	id, err := e.startProcessOnce(ctx, hostTx, opts)
+	if errors.Is(err, store.ErrDuplicate) && opts.IdempotencyKey != "" && hostTx == nil {
+		// A concurrent start with the same key committed first: this
+		// attempt finds its instance.
+		id, err = e.startProcessOnce(ctx, hostTx, opts)
+	}
+	return id, err
+}
+
+func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts StartOptions) (int64, error) {
 	actor := opts.Actor
 	if actor == "" {
 		actor = "host"
@@ -80,11 +103,19 @@ func (e *Engine) startProcess(ctx context.Context, hostTx *gorm.DB, opts StartOp
 		} else if proc = dep.pkg.Process(opts.Process); proc == nil {
 			return notFound("process", opts.Process+" in package "+dep.def.PackageID)
 		}
+		if opts.IdempotencyKey != "" {
+			found, err := e.startedWithKey(r, opts.IdempotencyKey, dep, proc)
+			if err != nil || found != 0 {
+				id = found
+				return cmp.Or(err, errSkip)
+			}
+		}
 		given, err := mergeTextVariables(declarations(dep.pkg, proc), opts.Variables, opts.TextVariables)
 		if err != nil {
 			return err
 		}
-		child, err := e.createInstance(r, dep, proc, given, nil)
+		r.startKey = opts.IdempotencyKey
+		child, err := e.createInstance(r, dep, proc, given, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -97,6 +128,31 @@ func (e *Engine) startProcess(ctx context.Context, hostTx *gorm.DB, opts StartOp
 		return 0, err
 	}
 	return id, nil
+}
+
+// startedWithKey returns the id of the instance started with key, 0 when
+// there is none, or ErrKeyReused when that instance runs another package
+// or process than dep and proc.
+func (e *Engine) startedWithKey(r *run, key string, dep *deployment, proc *xpdl.Process) (int64, error) {
+	found, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{StartKey: key, Limit: 1})
+	if err != nil || len(found) == 0 {
+		return 0, err
+	}
+	pi := found[0]
+	if pi.DefinitionID != dep.def.ID {
+		other, err := e.definition(r.ctx, r.tx, pi.DefinitionID)
+		if err != nil {
+			return 0, err
+		}
+		if other.def.PackageID != dep.def.PackageID {
+			return 0, fmt.Errorf("%w: key %q started instance %d of package %s, not %s",
+				ErrKeyReused, key, pi.ID, other.def.PackageID, dep.def.PackageID)
+		}
+	}
+	if pi.ProcessDefID != proc.ID {
+		return 0, fmt.Errorf("%w: key %q started instance %d of process %s, not %s", ErrKeyReused, key, pi.ID, pi.ProcessDefID, proc.ID)
+	}
+	return pi.ID, nil
 }
 
 // Suspend pauses a Running process instance: no activity starts until

@@ -31,12 +31,19 @@ type deployment struct {
 	pkg *xpdl.Package
 	// timed says, by process id, whether a process arms timers.
 	timed map[string]bool
+	// signalled says, by process id, whether a process has events that
+	// wait for signals.
+	signalled map[string]bool
 }
 
 func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
-	d := &deployment{def: def, pkg: pkg, timed: make(map[string]bool, len(pkg.Processes))}
+	d := &deployment{
+		def: def, pkg: pkg,
+		timed: make(map[string]bool, len(pkg.Processes)), signalled: make(map[string]bool, len(pkg.Processes)),
+	}
 	for _, p := range pkg.Processes {
 		d.timed[p.ID] = timedProcess(p)
+		d.signalled[p.ID] = catchesSignals(p)
 	}
 	return d
 }
@@ -44,7 +51,9 @@ func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
 func (d *deployment) public() Deployment {
 	out := Deployment{ID: d.def.ID, PackageID: d.def.PackageID, Version: d.def.Version}
 	for _, p := range d.pkg.Processes {
-		out.Processes = append(out.Processes, p.ID)
+		if !p.IsGenerated() { // the rewrite's subprocesses are the engine's business
+			out.Processes = append(out.Processes, p.ID)
+		}
 	}
 	return out
 }
@@ -93,10 +102,8 @@ func (e *Engine) DeployFile(ctx context.Context, path string) (Deployment, error
 		if err != nil {
 			return Deployment{}, fmt.Errorf("deploy external package %s: %w", ext.ID, err)
 		}
-		if _, err := e.store.InsertDefinition(ctx, store.InsertDefinitionParams{
-			PackageID: ext.ID, Name: ext.Name, Source: src, CreatedAt: e.now(),
-		}); err != nil {
-			return Deployment{}, fmt.Errorf("deploy external package %s: %w", ext.ID, err)
+		if _, err := e.insertDefinition(ctx, ext, src); err != nil {
+			return Deployment{}, fmt.Errorf("external package: %w", err)
 		}
 	}
 	src, err := os.ReadFile(path)
@@ -130,16 +137,52 @@ func (e *Engine) deploy(ctx context.Context, pkg *xpdl.Package, src []byte) (Dep
 	return e.insertDefinition(ctx, pkg, src)
 }
 
+// insertDefinition stores a new version of pkg and, in the same
+// transaction, arms the timers of its timer start events in place of
+// those of the package's earlier versions.
 func (e *Engine) insertDefinition(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
-	def, err := e.store.InsertDefinition(ctx, store.InsertDefinitionParams{
-		PackageID: pkg.ID, Name: pkg.Name, Source: src, CreatedAt: e.now(),
+	pkg, err := rewrite(pkg)
+	if err != nil {
+		return Deployment{}, err
+	}
+	now := e.now()
+	// The start times are worked out before the transaction, from a
+	// deployment that has no id yet, so that a bad one refuses it early.
+	armed, err := e.planStartTimers(ctx, newDeployment(store.Definition{PackageID: pkg.ID}, pkg), now)
+	if err != nil {
+		return Deployment{}, fmt.Errorf("deploy %s: %w", pkg.ID, err)
+	}
+	var d *deployment
+	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		def, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{
+			PackageID: pkg.ID, Name: pkg.Name, Source: src, CreatedAt: now,
+		})
+		if err != nil {
+			return err
+		}
+		d = newDeployment(def, pkg)
+		return e.replaceStartTimers(ctx, tx, d, armed)
 	})
 	if err != nil {
 		return Deployment{}, fmt.Errorf("deploy %s: %w", pkg.ID, err)
 	}
-	d := newDeployment(def, pkg)
-	e.defs.Add(def.ID, d)
+	e.defs.Add(d.def.ID, d)
+	for _, t := range armed {
+		e.timers.Armed(t.DueAt)
+	}
 	return d.public(), nil
+}
+
+// rewrite applies the deploy-time rewrite of loop entries and races in
+// loops (docs/reentrancy.md); the engine runs the package it returns.
+// The stored source stays as written, and is rewritten again, the same
+// way, whenever it is parsed.
+func rewrite(pkg *xpdl.Package) (*xpdl.Package, error) {
+	out, _, err := xpdl.Rewrite(pkg)
+	if err != nil {
+		return nil, fmt.Errorf("deploy %s: %w", pkg.ID, err)
+	}
+	return out, nil
 }
 
 // referencedPackages lists the ids of packages pkg may call subflows in.
@@ -182,6 +225,9 @@ func (e *Engine) parsed(def store.Definition) (*deployment, error) {
 		return d, nil
 	}
 	pkg, err := xpdl.Read(bytes.NewReader(def.Source), &xpdl.ReadOpts{Name: def.PackageID})
+	if err == nil {
+		pkg, err = rewrite(pkg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("definition %d (%s): %w", def.ID, def.PackageID, err)
 	}

@@ -14,6 +14,7 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/eventbus"
+	"github.com/goxpdl/goxpdl/recovery"
 	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/script"
@@ -49,9 +51,16 @@ type Config struct {
 	Clock timer.Clock
 	// Logger receives the engine's logs; default slog.Default().
 	Logger *slog.Logger
-	// NodeID names this engine process in claims of the outbox; default
-	// host name and process id.
+	// NodeID names this engine node among those sharing the database
+	// (table goxpdl_nodes); default host name and process id. A node
+	// that restarts under the same NodeID takes over the claims of its
+	// previous run at once; under a new one, when the old run's
+	// NodeLease has passed. Each process needs its own.
 	NodeID string
+	// NodeLease is how long a node counts as alive after it last renewed
+	// its registration (it renews every third of it); a node silent for
+	// longer is taken over by the others. Default 5s.
+	NodeLease time.Duration
 	// CriticalWorkers sizes the pool for process control (terminate,
 	// suspend, resume, scheduling, deadlines); default 4.
 	CriticalWorkers int
@@ -105,6 +114,12 @@ type Config struct {
 	// or in a host's transaction); default 1s. Timers this engine arms
 	// wake it on time.
 	TimerPollInterval time.Duration
+	// MaxLoopInstances caps the instances one looping activity runs
+	// (docs/loops.md): a multi-instance loop whose MI_Condition asks for
+	// more, and a standard loop without LoopMaximum whose LoopCondition
+	// still holds after that many iterations, go Abnormal. Default
+	// DefaultMaxLoopInstances.
+	MaxLoopInstances int
 }
 
 // Group commit (groupcommit.go): how many database transactions run the
@@ -148,6 +163,13 @@ type Engine struct {
 
 	commits *groupCommitter
 	timers  *timer.Service
+
+	// owner identifies this run of the node: NodeID and a random suffix.
+	// Its event claims carry it.
+	owner      string
+	membership *recovery.Membership
+	unlockFile func()      // releases the SQLite file lock; nil when none
+	replaced   atomic.Bool // a newer run of this NodeID took over
 }
 
 // New returns an Engine over cfg.DB, migrating the schema unless
@@ -175,6 +197,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 200 * time.Millisecond
 	}
+	if cfg.NodeLease <= 0 {
+		cfg.NodeLease = recovery.DefaultLease
+	}
 	if cfg.EventLease <= 0 {
 		cfg.EventLease = 30 * time.Second
 	}
@@ -186,6 +211,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.InstanceCacheSize <= 0 {
 		cfg.InstanceCacheSize = 10000
+	}
+	if cfg.MaxLoopInstances <= 0 {
+		cfg.MaxLoopInstances = DefaultMaxLoopInstances
 	}
 	st, err := gormstore.New(cfg.DB)
 	if err != nil {
@@ -241,10 +269,11 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	e.owner = cfg.NodeID + "#" + rand.Text()[:10]
 	e.bus, err = eventbus.New(eventbus.Config{
 		Store:        e.store,
 		Clock:        cfg.Clock,
-		Owner:        cfg.NodeID,
+		Owner:        e.owner,
 		Lease:        cfg.EventLease,
 		PollInterval: cfg.PollInterval,
 		Logger:       cfg.Logger,
@@ -265,35 +294,103 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Start starts processing events: the scheduler's pools and the outbox
-// poller, which also picks up the events left unprocessed by an earlier
-// run. It returns ErrNotRunning when the engine was stopped before.
+// Start recovers and starts processing events. Recovery comes first: the
+// engine registers as a node of the database (on a SQLite file, after
+// locking it for this process: another process holding it is
+// recovery.ErrDatabaseInUse) and releases the event claims of its own
+// previous run and of nodes whose lease ran out, so that the events they
+// left unprocessed are processed at once. Then the scheduler's pools, the
+// outbox poller (which picks those events up) and the timer service
+// (which fires the timers that fell due meanwhile) start. It returns
+// ErrNotRunning when the engine was stopped before.
 func (e *Engine) Start(ctx context.Context) error {
 	if !e.state.CompareAndSwap(0, 1) {
 		return fmt.Errorf("%w: Start called twice or after Stop", ErrNotRunning)
 	}
-	if err := e.sched.Start(ctx); err != nil {
+	if err := e.join(ctx); err != nil {
+		e.state.Store(2)
 		return err
 	}
+	if err := e.sched.Start(ctx); err != nil {
+		return errors.Join(err, e.leave(ctx))
+	}
 	if err := e.bus.Start(ctx); err != nil {
-		return errors.Join(err, e.sched.Stop(ctx))
+		return errors.Join(err, e.sched.Stop(ctx), e.leave(ctx))
 	}
 	if err := e.timers.Start(ctx); err != nil {
-		return errors.Join(err, e.bus.Stop(ctx), e.sched.Stop(ctx))
+		return errors.Join(err, e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 	}
 	e.bus.Nudge()
 	return nil
 }
 
+// join locks a SQLite file for this process and registers the node.
+func (e *Engine) join(ctx context.Context) error {
+	file, err := e.store.DatabaseFile(ctx)
+	if err != nil {
+		return err
+	}
+	if file == "" && e.store.Capabilities().Dialect == store.DialectSQLite {
+		return nil // a private in-memory database: no other node can see it
+	}
+	othersDead := false
+	if file != "" {
+		release, first, err := recovery.LockFile(file)
+		if err != nil {
+			return err
+		}
+		e.unlockFile, othersDead = release, first
+	}
+	e.membership, err = recovery.NewMembership(recovery.MembershipConfig{
+		Store: e.store, Clock: e.clock, NodeID: e.cfg.NodeID, Owner: e.owner, Lease: e.cfg.NodeLease,
+		OthersDead: othersDead, Replaced: e.stopProcessing, Logger: e.log,
+	})
+	if err == nil {
+		_, err = e.membership.Join(ctx)
+	}
+	if err != nil {
+		if e.unlockFile != nil {
+			e.unlockFile()
+		}
+		return err
+	}
+	return nil
+}
+
+// leave deregisters the node, handing its unprocessed claims to the other
+// nodes, and unlocks a SQLite file.
+func (e *Engine) leave(ctx context.Context) error {
+	var err error
+	if e.membership != nil {
+		err = e.membership.Leave(ctx)
+	}
+	if e.unlockFile != nil {
+		e.unlockFile()
+	}
+	return err
+}
+
+// stopProcessing stops claiming events and firing timers: a newer run of
+// this NodeID took the node over. The host's Stop still ends the engine.
+func (e *Engine) stopProcessing() {
+	e.replaced.Store(true)
+	ctx := context.Background()
+	if err := errors.Join(e.timers.Stop(ctx), e.bus.Stop(ctx)); err != nil {
+		e.log.Error("stopping after the node was taken over", "err", err)
+	}
+}
+
 // Stop stops taking events and waits for the events already handed to
-// the scheduler to be processed (graceful drain), or until ctx ends. Events
-// still in the outbox stay there for the next Start. Stop is idempotent.
+// the scheduler to be processed (graceful drain), or until ctx ends. Then
+// the node leaves: its claims on events it did not process are released,
+// so that other nodes (or the next Start) take them at once. Stop is
+// idempotent.
 func (e *Engine) Stop(ctx context.Context) error {
 	if !e.state.CompareAndSwap(1, 2) {
 		e.state.CompareAndSwap(0, 2)
 		return nil
 	}
-	return errors.Join(e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx))
+	return errors.Join(e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx

@@ -30,6 +30,12 @@ var (
 	ErrNotRunning = errors.New("engine is not running")
 	// ErrConfig: the Config is unusable.
 	ErrConfig = errors.New("invalid engine configuration")
+	// ErrBadTimer: a deployment's timer start event has a TimeDate or
+	// TimeCycle that cannot be worked out; the deployment is refused.
+	ErrBadTimer = errors.New("timer cannot be worked out")
+	// ErrKeyReused: a StartOptions.IdempotencyKey already started an
+	// instance of another package or process.
+	ErrKeyReused = errors.New("idempotency key already used for another process")
 )
 
 // VariableError says which variable a value was refused for. It matches

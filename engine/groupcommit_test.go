@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -160,7 +161,13 @@ func TestStaleCachedInstanceIsFencedByItsVersion(t *testing.T) {
 				m = a.ID
 			}
 		}
-		require.NoError(t, e.handle(ctx, store.Event{ProcessInstanceID: id, Kind: evActivityStart, Payload: mustJSON(payload{Activity: m})}))
+		until := e.now().Add(time.Minute)
+		evs, err := e.store.InsertEvents(ctx, []store.Event{{
+			EventID: "again", ProcessInstanceID: id, Kind: evActivityStart, Payload: mustJSON(payload{Activity: m}),
+			CreatedAt: e.now(), AvailableAt: until, ClaimedBy: e.owner, ClaimedUntil: &until,
+		}})
+		require.NoError(t, err)
+		require.NoError(t, e.handle(ctx, evs[0]))
 		require.Equal(t, uint64(1), e.Stats().Conflicts)
 		fresh, ok := e.instances.get(id)
 		require.True(t, ok)

@@ -36,7 +36,11 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 		return e.notify(ctx, ev, p)
 	}
 	err := e.transact(ctx, nil, "engine", func(r *run) error {
-		if err := r.tx.MarkEventsProcessed(r.ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: r.now}); err != nil {
+		r.redelivered = ev.Attempts > 1
+		// The mark is the fence: it fails when this node no longer holds
+		// the event's claim (it was taken over), and then nothing of this
+		// transaction commits.
+		if err := r.tx.MarkEventsProcessed(r.ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: r.now, Owner: e.owner}); err != nil {
 			return err
 		}
 		if ev.ProcessInstanceID == 0 {
@@ -50,7 +54,7 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 		}
 		switch ev.Kind {
 		case evSchedule:
-			return r.schedule()
+			return r.schedule(p)
 		case evActivityStart:
 			if a := r.activity(p.Activity); a != nil {
 				return r.startActivity(a)
@@ -60,6 +64,8 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 			return r.subprocessEnded(p.Activity, p.Child)
 		case evTimer:
 			return r.timerFired(p.Timer)
+		case evSignal:
+			return r.signalDelivered(p)
 		case evTerminate:
 			if r.state().IsFinal() {
 				return nil
@@ -70,6 +76,12 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 			return nil
 		}
 	})
+	if errors.Is(err, store.ErrLeaseLost) {
+		// Another node has the event now, or processed it already (a
+		// second delivery): it is theirs.
+		e.log.Debug("dropping an event this node no longer holds", "event", ev.ID, "kind", ev.Kind)
+		return nil
+	}
 	if err != nil {
 		// Try again after a backoff, on this node or another; the
 		// transaction rolled back, so the retry starts from the same
@@ -214,7 +226,7 @@ func (r *run) resumed() error {
 	for _, a := range r.initiated() {
 		r.scheduleStart(a)
 	}
-	return nil
+	return r.catchPending()
 }
 
 func mustJSON(v any) []byte {

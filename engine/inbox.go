@@ -13,11 +13,13 @@ import (
 	"github.com/goxpdl/goxpdl/workitem"
 )
 
-// Message completes an activity's work item from outside, possibly before
-// the activity is waiting for it (the out-of-order problem): a message
-// that arrives early is kept in the correlation inbox with its key and
-// applied when the activity offers its work item. A message whose
-// instance can never get there (it finished) expires with the reason.
+// Message completes an activity from outside, possibly before the
+// activity is waiting for it (the out-of-order problem): a manual
+// activity's work item, or a catching intermediate Message event or
+// receive task. A message that arrives early is kept in the correlation
+// inbox with its key and applied when the activity offers its work item
+// or starts to wait. A message whose instance can never get there (it
+// finished) expires with the reason.
 type Message struct {
 	// MessageID identifies the message; sending it again is recognised
 	// and answered with the first delivery. Required.
@@ -27,11 +29,17 @@ type Message struct {
 	// Match correlates by data instead: the instance of a process whose
 	// variable has a value.
 	Match *Match
-	// Activity is the id of the (manual) activity it completes. Required.
+	// Activity is the id of the activity it is for: a manual activity,
+	// whose work item it completes, or a catching intermediate Message
+	// event or a receive task (one bound to no application), which it
+	// completes. Required.
 	Activity string
-	// User completes the work item; it must be allowed to.
+	// User completes the work item; it must be allowed to. For an event
+	// or a receive task it is only recorded as the actor.
 	User string
-	// Outputs are set as the work item's completion outputs.
+	// Outputs are set as the work item's completion outputs; for an
+	// event or a receive task, as process variables, which must be
+	// declared and of the declared types (all are set or none).
 	Outputs map[string]any
 	// TTL is how long the message may wait in the inbox; 0: until its
 	// instance finishes.
@@ -69,10 +77,14 @@ const inboxComplete = "complete"
 // ErrAmbiguousMatch: a message's Match selects more than one instance.
 var ErrAmbiguousMatch = errors.New("message matches more than one process instance")
 
-// Send delivers a message: it completes the activity's open work item at
-// once when the activity is waiting, or keeps the message in the inbox
-// until it is. A malformed message, an unknown instance or activity, or a
-// user who may not complete the item is refused and nothing is kept.
+// Send delivers a message: it completes the activity's open work item, or
+// the message event or receive task, at once when the activity is
+// waiting, or keeps the message in the inbox until it is (a persistent
+// trigger: the activity takes it when it starts to wait). A message for
+// a suspended instance waits until it is resumed. A malformed message,
+// an unknown instance or activity, an activity that takes no messages
+// (ErrNoReceiver), or a user who may not complete the item or outputs
+// that do not fit the variables are refused and nothing is kept.
 func (e *Engine) Send(ctx context.Context, m Message) (Delivery, error) {
 	if m.MessageID == "" || m.Activity == "" || (m.Instance == 0) == (m.Match == nil) {
 		return Delivery{}, fmt.Errorf("%w: a message needs a MessageID, an Activity, and either an Instance or a Match", ErrConfig)
@@ -136,8 +148,12 @@ func (r *run) send(m Message) (Delivery, error) {
 			return Delivery{}, err
 		}
 		msg.ProcessInstanceID = instance
-		if r.proc.Activity(m.Activity) == nil && !inActivitySet(r, m.Activity) {
+		def := r.receiverOf(m.Activity)
+		if def == nil {
 			return Delivery{}, notFound("activity", m.Activity+" in process "+r.proc.ID)
+		}
+		if !IsManual(def) && !receivesMessages(def) {
+			return Delivery{}, fmt.Errorf("%w: activity %s of process %s", ErrNoReceiver, m.Activity, r.proc.ID)
 		}
 		if r.state().IsFinal() {
 			msg.State, msg.Reason = store.InboxExpired, fmt.Sprintf("process instance %d is %s", instance, r.pi.State)
@@ -151,6 +167,10 @@ func (r *run) send(m Message) (Delivery, error) {
 			if err := r.applyMessage(&msg, a, wi); err != nil {
 				return Delivery{}, err
 			}
+		} else if a := r.catching(m.Activity); a != nil {
+			if err := r.catchMessage(&msg, a); err != nil {
+				return Delivery{}, err
+			}
 		}
 	}
 	stored, err := r.tx.InsertInboxMessage(r.ctx, msg)
@@ -161,15 +181,6 @@ func (r *run) send(m Message) (Delivery, error) {
 		return deliveryOf(stored), errSkip // no instance to write
 	}
 	return deliveryOf(stored), nil
-}
-
-func inActivitySet(r *run, id string) bool {
-	for _, set := range r.proc.ActivitySets {
-		if set.Activity(id) != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // waiting returns the InActive instance of activity id, if any.
@@ -220,6 +231,15 @@ func (r *run) applyMessage(msg *store.InboxMessage, a *act, wi store.WorkItem) e
 // message that waited for it completes the item now. A message that
 // expired meanwhile is marked so.
 func (r *run) applyInbox(a *act, wi store.WorkItem) (bool, error) {
+	return r.consumeInbox(a, func(msg *store.InboxMessage) error { return r.applyMessage(msg, a, wi) })
+}
+
+// consumeInbox applies the first message waiting in the inbox for
+// activity a (by instance, or by data matching this instance) that apply
+// accepts, and reports whether there was one. Messages whose time ran
+// out, and those apply refuses for their content (a user not allowed, a
+// value of the wrong type or for no variable), expire with the reason.
+func (r *run) consumeInbox(a *act, apply func(msg *store.InboxMessage) error) (bool, error) {
 	byID, err := r.tx.ListInbox(r.ctx, store.ListInboxParams{
 		ProcessInstanceID: r.pi.ID, ActivityDefID: a.def.ID, States: []string{store.InboxPending}, Limit: 100,
 	})
@@ -242,7 +262,7 @@ func (r *run) applyInbox(a *act, wi store.WorkItem) (bool, error) {
 		if msg.ProcessInstanceID == 0 && !r.matches(msg) {
 			continue
 		}
-		if err := r.applyMessage(&msg, a, wi); err != nil {
+		if err := apply(&msg); err != nil {
 			if errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrWrongType) || errors.Is(err, ErrUnknownVariable) {
 				// The message cannot complete this item: it expires
 				// with the reason rather than block the activity.

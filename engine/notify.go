@@ -92,7 +92,22 @@ func (e *Engine) retryLater(ctx context.Context, ev store.Event, err error) erro
 		return err
 	}
 	delay := retryDelay(ev.Attempts)
-	if rerr := e.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: e.now().Add(delay)}); rerr != nil {
+	at := e.now().Add(delay)
+	rerr := e.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: at, Owner: e.owner})
+	if rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+		// The database could not even record the retry (an outage): the
+		// claim stays this node's until its lease ends, so try again from
+		// memory rather than wait that long. The attempt counts, as a
+		// redelivery from the database would.
+		next := ev
+		next.Attempts++
+		if e.bus.Redeliver(next, at) {
+			e.log.Warn("event processing failed and the retry could not be recorded; retrying from memory",
+				"event", ev.ID, "kind", ev.Kind, "attempt", ev.Attempts, "in", delay, "err", err, "retry_err", rerr)
+			return errors.Join(err, rerr)
+		}
+	}
+	if rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	e.log.Info("event processing failed; retrying", "event", ev.ID, "kind", ev.Kind, "attempt", ev.Attempts, "in", delay, "err", err)

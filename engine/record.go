@@ -65,6 +65,10 @@ const (
 	RecordWorkItemWithdrawn = "workitem.withdrawn"
 	RecordMessageApplied    = "message.applied"
 	RecordMessageExpired    = "message.expired"
+	// Signals: a waiting Signal event caught one (Detail is its name); a
+	// throwing Signal event sent one (Detail is its name).
+	RecordSignalCaught = "signal.caught"
+	RecordSignalThrown = "signal.thrown"
 	// Timers: a deadline passed (State is SYNCHR or ASYNCHR, Detail the
 	// exception); a timer event fired; a Limit passed; an overdue reminder
 	// was sent (Detail is its number); a waiting activity's work was
@@ -75,6 +79,9 @@ const (
 	RecordProcessOverdue    = "process.overdue"
 	RecordActivityReminder  = "activity.reminder"
 	RecordActivityEscalated = "activity.escalated"
+	// A non-reentrant activity started and withdrew the open activities
+	// that could only lead to it (Detail names them): a race was decided.
+	RecordRaceDecided = "race.decided"
 )
 
 // timerRecords are the record types a timer causes.

@@ -28,6 +28,12 @@ type run struct {
 	tx    *gormstore.Store
 	now   time.Time
 	actor string
+	// redelivered says that the event this run handles was delivered
+	// before: an earlier attempt may have called applications.
+	redelivered bool
+	// startKey is the idempotency key of the instance a start command
+	// creates (StartOptions.IdempotencyKey).
+	startKey string
 
 	pi     store.ProcessInstance
 	dep    *deployment
@@ -67,6 +73,9 @@ type act struct {
 	dirty  bool // the row changed since it was stored
 	// finishedNow: the activity completed in this run (its timers go).
 	finishedNow bool
+	// passOn: a loop instance that completes routing like the activity
+	// itself (completeInstance).
+	passOn bool
 }
 
 // unfinishedStates are the activity states an instance may still move
@@ -90,8 +99,15 @@ type payload struct {
 	Child    int64 `json:"child,omitempty"`
 	// Timer is the timer that fired (evTimer).
 	Timer int64 `json:"timer,omitempty"`
+	// Fired is the start event whose timer created the instance
+	// (evSchedule).
+	Fired string `json:"fired,omitempty"`
+	// Due is when the timer of Fired was due.
+	Due time.Time `json:"due,omitzero"`
 	// Record is the step a notification (evNotify) tells the host about.
 	Record *Record `json:"record,omitempty"`
+	// Signal is the signal an evSignal event delivers to Activity.
+	Signal *signalPayload `json:"signal,omitempty"`
 }
 
 func (e *Engine) newRun(ctx context.Context, tx *gormstore.Store, actor string) *run {
@@ -415,6 +431,9 @@ func (r *run) flush(hosted bool) error {
 	if err := r.flushTimers(); err != nil {
 		return err
 	}
+	if err := r.flushSubscriptions(); err != nil {
+		return err
+	}
 	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {
 		return err
 	}
@@ -469,7 +488,7 @@ func (r *run) flushActivities() error {
 		}
 		v, err := r.tx.UpdateActivityInstance(r.ctx, store.UpdateActivityInstanceParams{
 			ID: a.row.ID, ExpectedVersion: a.row.Version, State: a.row.State, Attempt: a.row.Attempt,
-			Diagnosis: a.row.Diagnosis, UpdatedAt: a.row.UpdatedAt, EndedAt: a.row.EndedAt,
+			Diagnosis: a.row.Diagnosis, UpdatedAt: a.row.UpdatedAt, EndedAt: a.row.EndedAt, LoopState: a.row.LoopState,
 		})
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/goxpdl/goxpdl/engine/flow"
 	"github.com/goxpdl/goxpdl/engine/machine"
@@ -10,6 +11,13 @@ import (
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
+
+// firedStart is a timer start event that fired at due and creates an
+// instance.
+type firedStart struct {
+	event *xpdl.Activity
+	due   time.Time
+}
 
 // parentRef links a subflow instance to the activity waiting for it.
 type parentRef struct {
@@ -19,8 +27,11 @@ type parentRef struct {
 
 // createInstance creates a process instance in state Initiated with its
 // variables and its start activities, and the event that schedules it.
-// The returned run holds the new instance.
-func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, given map[string]any, parent *parentRef) (*run, error) {
+// With a fired start event (a timer start event whose timer created the
+// instance), that event is its only start activity, and it completes as
+// soon as the instance is scheduled. The returned run holds the new
+// instance.
+func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, given map[string]any, parent *parentRef, fired *firedStart) (*run, error) {
 	decls := declarations(dep.pkg, proc)
 	vals, err := initialValues(decls, given)
 	if err != nil {
@@ -32,6 +43,9 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	pi := store.ProcessInstance{
 		DefinitionID: dep.def.ID, ProcessDefID: proc.ID, State: string(wftype.ProcessInitiated),
 		CreatedAt: r.now, UpdatedAt: r.now,
+	}
+	if parent == nil && fired == nil {
+		pi.StartKey = r0.startKey
 	}
 	if parent != nil {
 		pi.ParentInstanceID = &parent.instance
@@ -48,7 +62,12 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		ProcessInstanceID: r.pi.ID, Subject: store.SubjectProcess, ToState: r.pi.State, Actor: r.actor, At: r.now,
 	})
 	sc := flow.Scope{Flow: &proc.Flow}
-	for _, def := range startActivities(&proc.Flow, "") {
+	starts := startActivities(&proc.Flow, "")
+	var schedule payload
+	if fired != nil {
+		starts, schedule.Fired, schedule.Due = []*xpdl.Activity{fired.event}, fired.event.ID, fired.due
+	}
+	for _, def := range starts {
 		if _, err := r.createActivity(sc, def, false); err != nil {
 			return nil, err
 		}
@@ -57,13 +76,15 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		return nil, err
 	}
 	r.record(Record{Type: RecordProcessStarted, State: r.pi.State})
-	r.emit(r.pi.ID, evSchedule, payload{}, true)
+	r.emit(r.pi.ID, evSchedule, schedule, true)
 	return r, nil
 }
 
 // schedule moves an Initiated instance to Running and starts its first
-// activities in this transaction.
-func (r *run) schedule() error {
+// activities in this transaction. p.Fired names the start event whose
+// timer created the instance (due at p.Due): it has happened, so it
+// completes at once.
+func (r *run) schedule(p payload) error {
 	if r.state() != wftype.ProcessInitiated {
 		return nil // already scheduled (a repeated event), or terminated first
 	}
@@ -71,6 +92,13 @@ func (r *run) schedule() error {
 		return err
 	}
 	for _, a := range r.initiated() {
+		if p.Fired != "" && a.def.ID == p.Fired && isTimerEvent(a.def) {
+			r.due = p.Due
+			if err := r.startFired(a); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := r.startActivity(a); err != nil {
 			return err
 		}
@@ -150,7 +178,7 @@ func (r *run) startSubflow(a *act) error {
 		id := a.row.ID
 		parent.activity = &id
 	}
-	child, err := r.e.createInstance(r, dep, proc, in, parent)
+	child, err := r.e.createInstance(r, dep, proc, in, parent, nil)
 	if err != nil {
 		if isStoreError(err) {
 			return err

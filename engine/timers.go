@@ -52,8 +52,9 @@ const (
 type timerPayload struct {
 	Exception   string    `json:"exception,omitempty"`
 	Synchronous bool      `json:"synchr,omitempty"`
-	Since       time.Time `json:"since,omitzero"`   // when the timed wait began (reminders, cycles)
-	Action      string    `json:"action,omitempty"` // a limit's OnLimit
+	Since       time.Time `json:"since,omitzero"`    // when the timed wait began (reminders, cycles)
+	Action      string    `json:"action,omitempty"`  // a limit's OnLimit
+	Process     string    `json:"process,omitempty"` // a start timer's process
 }
 
 // NextProgressTimer returns the earliest pending timer of process
@@ -113,10 +114,7 @@ func timedProcess(proc *xpdl.Process) bool {
 	}
 	for _, f := range proc.Flows() {
 		for _, a := range f.Activities {
-			if len(a.Deadlines) > 0 || strings.TrimSpace(a.Limit) != "" || isTimerEvent(a) {
-				return true
-			}
-			if _, ok := a.ExtendedAttributes.Get(AttrReminder); ok {
+			if hasTimers(f, a) {
 				return true
 			}
 		}
@@ -170,12 +168,10 @@ func (r *run) planTimers(a *act) (timedWork, error) {
 		}
 	}
 	if limit := strings.TrimSpace(def.Limit); limit != "" {
-		d, err := timer.LimitDuration(limit, r.proc.Header.DurationUnit)
-		if err != nil {
-			return nil, fmt.Errorf("limit of activity %s: %w", def.ID, err)
+		if d, ok := r.limit(limit, "activity "+def.ID); ok {
+			action, _ := def.ExtendedAttributes.Get(AttrOnLimit)
+			add(timerLimit, "", r.now.Add(d), timerPayload{Action: strings.ToLower(strings.TrimSpace(action))})
 		}
-		action, _ := def.ExtendedAttributes.Get(AttrOnLimit)
-		add(timerLimit, "", r.now.Add(d), timerPayload{Action: strings.ToLower(strings.TrimSpace(action))})
 	}
 	for _, b := range boundaryTimers(a.scope.Flow, def.ID) {
 		due, ok, err := r.triggerDue(b.Event.Timer, r.now)
@@ -229,9 +225,9 @@ func (r *run) armProcessLimit() error {
 	if limit == "" {
 		return nil
 	}
-	d, err := timer.LimitDuration(limit, r.proc.Header.DurationUnit)
-	if err != nil {
-		return fmt.Errorf("limit of process %s: %w", r.proc.ID, err)
+	d, ok := r.limit(limit, "process "+r.proc.ID)
+	if !ok {
+		return nil
 	}
 	action, _ := r.proc.ExtendedAttributes.Get(AttrOnLimit)
 	r.armTimer(store.Timer{
@@ -239,6 +235,19 @@ func (r *run) armProcessLimit() error {
 		Payload: mustJSON(timerPayload{Since: r.now, Action: strings.ToLower(strings.TrimSpace(action))}),
 	})
 	return nil
+}
+
+// limit reads a Limit of the process's DurationUnit. A Limit that is no
+// number (Bonita writes a placeholder such as "P_Limit") is no limit: it
+// is logged, and the work runs without one, as the tool that wrote it
+// does.
+func (r *run) limit(text, of string) (time.Duration, bool) {
+	d, err := timer.LimitDuration(text, r.proc.Header.DurationUnit)
+	if err != nil {
+		r.e.log.Warn("ignoring a Limit that is not a duration", "of", of, "limit", text, "err", err)
+		return 0, false
+	}
+	return d, true
 }
 
 // deadlineDue evaluates a deadline expression as real files write it: a
@@ -286,17 +295,14 @@ func (r *run) triggerDue(tt *xpdl.TimerTrigger, from time.Time) (time.Time, bool
 // timeExpression is when a time expression says: a constant duration
 // from now, a date, or JavaScript over the variables (and extra).
 func (r *run) timeExpression(text string, extra map[string]any) (time.Time, bool, error) {
-	if d, ok := xpdl.ParseDuration(text); ok {
-		return r.now.Add(d), true, nil
-	}
-	if t, err := timer.ParseTimeDate(text, r.e.cfg.Location); err == nil {
-		return t, true, nil
-	}
-	vars, err := r.variables()
-	if err != nil {
-		return time.Time{}, false, &storeErr{err}
-	}
-	if len(extra) > 0 {
+	return r.e.timeAt(r.ctx, r.now, text, func() (map[string]any, error) {
+		vars, err := r.variables()
+		if err != nil {
+			return nil, &storeErr{err}
+		}
+		if len(extra) == 0 {
+			return vars, nil
+		}
 		merged := make(map[string]any, len(vars)+len(extra))
 		for k, v := range vars {
 			merged[k] = v
@@ -304,11 +310,29 @@ func (r *run) timeExpression(text string, extra map[string]any) (time.Time, bool
 		for k, v := range extra {
 			merged[k] = v
 		}
-		vars = merged
+		return merged, nil
+	})
+}
+
+// timeAt is when a time expression says, seen at now: a constant
+// duration from now, a date, or JavaScript over the variables vars
+// returns (asked for only when the text is a script). A script may return
+// a Date, a duration in milliseconds, epoch milliseconds (from 10^11 on)
+// or a string read again as an expression.
+func (e *Engine) timeAt(ctx context.Context, now time.Time, text string, vars func() (map[string]any, error)) (time.Time, bool, error) {
+	if d, ok := xpdl.ParseDuration(text); ok {
+		return now.Add(d), true, nil
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	if t, err := timer.ParseTimeDate(text, e.cfg.Location); err == nil {
+		return t, true, nil
+	}
+	values, err := vars()
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, e.cfg.ScriptTimeout)
 	defer cancel()
-	v, err := r.e.eval.Eval(ctx, text, vars)
+	v, err := e.eval.Eval(sctx, text, values)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -318,7 +342,7 @@ func (r *run) timeExpression(text string, extra map[string]any) (time.Time, bool
 	case nil:
 		return time.Time{}, false, nil
 	case string:
-		return r.timeExpression(v, nil)
+		return e.timeAt(ctx, now, v, func() (map[string]any, error) { return nil, nil })
 	}
 	ms, ok := number(v)
 	if !ok || math.IsNaN(ms) || math.IsInf(ms, 0) || ms < 0 {
@@ -327,7 +351,7 @@ func (r *run) timeExpression(text string, extra map[string]any) (time.Time, bool
 	if ms >= 1e11 {
 		return time.UnixMilli(int64(ms)), true, nil
 	}
-	return r.now.Add(time.Duration(ms * float64(time.Millisecond))), true, nil
+	return now.Add(time.Duration(ms * float64(time.Millisecond))), true, nil
 }
 
 // flushTimers writes the run's timer changes: activities that completed
@@ -381,23 +405,41 @@ func (r *run) timedProc() bool {
 // fired it, dispatched to this node after commit.
 func (e *Engine) fireTimers(ctx context.Context, tx store.Tx, fired []store.Timer) (func(), error) {
 	events := make([]store.Event, 0, len(fired))
+	var afters []func()
 	for _, t := range fired {
 		if t.ProcessInstanceID == 0 {
-			continue // deployment timers: none yet
+			if t.Kind == timerStart {
+				after, err := e.fireStartTimer(ctx, tx, t)
+				if err != nil {
+					return nil, err
+				}
+				if after != nil {
+					afters = append(afters, after)
+				}
+			}
+			continue
 		}
 		events = append(events, store.Event{
 			ProcessInstanceID: t.ProcessInstanceID, Kind: evTimer, Payload: mustJSON(payload{Timer: t.ID}),
 			Critical: true,
 		})
 	}
-	if len(events) == 0 {
+	var published []store.Event
+	if len(events) > 0 {
+		var err error
+		if published, err = e.bus.Publish(ctx, tx, events); err != nil {
+			return nil, err
+		}
+	}
+	if len(published) == 0 && len(afters) == 0 {
 		return nil, nil
 	}
-	published, err := e.bus.Publish(ctx, tx, events)
-	if err != nil {
-		return nil, err
-	}
-	return func() { e.bus.Dispatch(published) }, nil
+	return func() {
+		e.bus.Dispatch(published)
+		for _, after := range afters {
+			after()
+		}
+	}, nil
 }
 
 // timerFired handles a fired timer of the run's instance. A timer whose
@@ -451,7 +493,7 @@ func (r *run) timerFired(id int64) error {
 	case timerEvent:
 		return r.timerEventFired(a)
 	case timerBoundary:
-		return r.boundaryFired(a, t.Key)
+		return r.boundaryFired(a, t, p)
 	case timerReminder:
 		return r.remind(a, t, p)
 	}
@@ -490,24 +532,17 @@ func (r *run) deadlinePassed(a *act, t store.Timer, p timerPayload) error {
 // branchException starts the exception path of a (the transitions
 // ChooseException picks) without finishing a.
 func (r *run) branchException(a *act, exception string) error {
-	sc := a.scope
-	for _, tr := range flow.ChooseException(sc.Flow, a.def, exception) {
-		if !r.tokens.Arrive(sc, tr) {
-			continue
-		}
-		if target := sc.Flow.Activity(tr.To); target != nil {
-			if _, err := r.createActivity(sc, target, true); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return r.fire(a.scope, flow.ChooseException(a.scope.Flow, a.def, exception))
 }
 
 // interrupt stops what an activity waits for before it is completed out
 // of turn: its work items are withdrawn, its subflow instances told to
-// terminate, the activities of its activity set completed unfinished.
+// terminate, the activities of its activity set and the instances of its
+// loop completed unfinished.
 func (r *run) interrupt(a *act) error {
+	if err := r.interruptInstances(a); err != nil { // a loop's (loop.go)
+		return err
+	}
 	if err := r.withdrawItemsOf(a); err != nil {
 		return err
 	}
@@ -606,12 +641,17 @@ func (r *run) timerEventFired(a *act) error {
 
 // boundaryFired handles a timer event attached to activity a: the event
 // takes its own outgoing transitions; an interrupting one ends a first
-// (its work items withdrawn, its normal transitions not taken).
-func (r *run) boundaryFired(a *act, eventID string) error {
+// (its work items withdrawn, its normal transitions not taken). A
+// non-interrupting one with a repeating TimeCycle arms its next
+// occurrence while a waits on.
+func (r *run) boundaryFired(a *act, t store.Timer, p timerPayload) error {
 	sc := a.scope
-	ev := sc.Flow.Activity(eventID)
+	ev := sc.Flow.Activity(t.Key)
 	if ev == nil {
 		return nil
+	}
+	if !ev.Event.Interrupting {
+		r.rearmBoundary(a, ev, t, p)
 	}
 	r.record(Record{Type: RecordTimerFired, Activity: ev.ID, ActivityInstance: a.row.ID, Detail: "on " + a.def.ID})
 	if ev.Event.Interrupting {
@@ -635,10 +675,38 @@ func (r *run) boundaryFired(a *act, eventID string) error {
 	return r.complete(evAct, "")
 }
 
+// rearmBoundary arms the next occurrence of a non-interrupting boundary
+// timer whose TimeCycle repeats ("R3/PT1H", "R/P1D", a cron expression).
+// A bare duration ("PT1H", Global 360's "100") is a single delay, as in
+// planTimers. Occurrences missed while no engine ran are covered by the
+// firing that just happened (timer.Cycle.Upcoming).
+func (r *run) rearmBoundary(a *act, ev *xpdl.Activity, t store.Timer, p timerPayload) {
+	tt := ev.Event.Timer
+	if tt == nil || strings.TrimSpace(tt.TimeDate.Text) != "" {
+		return
+	}
+	text := strings.TrimSpace(tt.TimeCycle.Text)
+	if _, delay := xpdl.ParseDuration(text); delay || text == "" {
+		return
+	}
+	c, err := timer.ParseCycle(text, r.e.cfg.Location)
+	if err != nil {
+		return // it parsed when it was armed; a changed Location cannot make it fail
+	}
+	due, fired, ok := c.Upcoming(p.Since, t.Count+1, r.now)
+	if !ok {
+		return
+	}
+	r.armTimer(store.Timer{
+		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, Kind: timerBoundary, Key: ev.ID,
+		DueAt: due, Count: fired, CreatedAt: r.now, Payload: t.Payload,
+	})
+}
+
 // remind sends an overdue reminder for a waiting manual activity, arms
 // the next one, and escalates when the policy says so.
 func (r *run) remind(a *act, t store.Timer, p timerPayload) error {
-	if a.row.State != string(wftype.ActivityInActive) {
+	if a.row.State != string(wftype.ActivityInActive) && !(isLoop(a) && a.row.State == string(wftype.ActivityWaiting)) {
 		return nil
 	}
 	text, _ := a.def.ExtendedAttributes.Get(AttrReminder)
@@ -665,6 +733,14 @@ func (r *run) remind(a *act, t store.Timer, p timerPayload) error {
 // escalate offers a's open work items to participant p instead of whom
 // they were offered to; items someone holds are taken back.
 func (r *run) escalate(a *act, p resource.Participant) error {
+	if isLoop(a) { // the work items are its instances'
+		for _, inst := range r.openInstances(a) {
+			if err := r.escalate(inst, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	kind := store.PrincipalUser
 	switch p.Kind {
 	case resource.KindRole:

@@ -93,7 +93,7 @@ func benchTimersOnce(b *testing.B, d dbtest.Dialect, n int) {
 
 	// Every deadline is due at the same instant, far enough ahead for
 	// all the instances to start first.
-	due := time.Now().Add(time.Duration(n)*4*time.Millisecond + 3*time.Second).Truncate(time.Millisecond)
+	due := time.Now().Add(time.Duration(n)*4*time.Millisecond + 6*time.Second).Truncate(time.Millisecond)
 	started := time.Now()
 	var g errgroup.Group
 	g.SetLimit(8)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,12 +241,16 @@ func (r *run) completeItem(wi *store.WorkItem, a *act, c Completion, detail map[
 	if err != nil {
 		return err
 	}
+	exception, err := r.callHooks(a, HookOnFinish)
+	if err != nil {
+		return err // the completion is refused; nothing changes
+	}
 	end := r.now
 	wi.Owner, wi.CompletedBy, wi.CompletionKey, wi.Result, wi.EndedAt = c.User, c.User, c.IdempotencyKey, result, &end
 	if err := r.moveItem(wi, from, workitem.Completed, c.User, detail); err != nil {
 		return err
 	}
-	return r.complete(a, "")
+	return r.complete(a, exception)
 }
 
 // repeatedCompletion answers a completion whose key was seen before.
@@ -619,6 +624,9 @@ func (r *run) assignees(a *act) ([]store.Principal, error) {
 	return out, nil
 }
 
+// plainName matches a performer that is a bare XPDL id, not a script.
+var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
 func (r *run) performerPrincipals(ref string) ([]store.Principal, error) {
 	if ref == "" {
 		return nil, nil
@@ -630,7 +638,13 @@ func (r *run) performerPrincipals(ref string) ([]store.Principal, error) {
 	// participant id, or a script) naming who performs.
 	v, err := r.expression(xpdl.Expression{Text: ref})
 	if err != nil {
-		return nil, fmt.Errorf("performer %q: %w", ref, err)
+		if isStoreError(err) || !plainName.MatchString(ref) {
+			return nil, fmt.Errorf("performer %q: %w", ref, err)
+		}
+		// A bare name that is neither a participant of the package nor a
+		// variable: a participant declared elsewhere (an external
+		// package, the organisation). It is offered as a role of that id.
+		return []store.Principal{{Kind: store.PrincipalRole, ID: ref}}, nil
 	}
 	var names []string
 	switch v := v.(type) {

@@ -517,3 +517,28 @@ func (s *blockingSink) Deliver([]store.Event) {
 	s.once.Do(func() { close(s.entered) })
 	<-s.release
 }
+
+// TestRedeliver: an event held in memory goes back to the Sink at its
+// time, long before its claim's lease would have brought it back, and
+// only while the bus runs.
+func TestRedeliver(t *testing.T) {
+	t.Parallel()
+	b := setup(t, eventbus.Config{})
+	require.False(t, b.bus.Redeliver(store.Event{EventID: "early", ClaimedBy: owner}, t0), "not running yet")
+	b.start(t)
+
+	published := b.publish(t, store.Event{EventID: "failed", ProcessInstanceID: 1, Kind: "a"})
+	require.False(t, b.bus.Redeliver(store.Event{EventID: "theirs", ClaimedBy: "other"}, t0), "not this node's claim")
+	require.True(t, b.bus.Redeliver(published[0], t0.Add(2*pollInterval)))
+
+	b.tick(pollInterval)
+	b.sink.requireNone(t) // not yet due
+	b.tick(pollInterval)
+	require.Equal(t, []string{"failed"}, eventIDs(b.sink.next(t)))
+	b.tick(pollInterval)
+	b.sink.requireNone(t) // handed over once
+	require.Equal(t, uint64(1), b.bus.Stats().Redelivered)
+
+	require.NoError(t, b.bus.Stop(b.ctx))
+	require.False(t, b.bus.Redeliver(published[0], t0), "stopped")
+}

@@ -19,3 +19,10 @@ var ErrConflict = errors.New("store: conflict")
 // example an outbox event whose EventID was inserted before. Duplicate
 // detection is how at-least-once producers stay exactly-once.
 var ErrDuplicate = errors.New("store: duplicate")
+
+// ErrLeaseLost means the caller no longer holds what it claimed: an
+// event's claim was released or taken by another node (MarkEventsProcessed
+// with an Owner), or a node's registration was taken over (RenewNode). The
+// caller must roll its transaction back and drop the work: someone else
+// has it, or has done it.
+var ErrLeaseLost = errors.New("store: lease lost")

@@ -50,6 +50,10 @@ type ProcessInstance struct {
 	UpdatedAt time.Time
 	// EndedAt is when the instance reached a final state; nil until then.
 	EndedAt *time.Time
+	// StartKey is the idempotency key the host started the instance
+	// with; "" for none. Keys are unique among the instances of a
+	// database: a second insert with the same key is store.ErrDuplicate.
+	StartKey string
 }
 
 // ActivityInstance is one execution of an XPDL activity within a process
@@ -84,6 +88,17 @@ type ActivityInstance struct {
 	// EndedAt is when the activity instance reached a final state; nil
 	// until then.
 	EndedAt *time.Time
+	// LoopParentID is, for one instance (or iteration) of a looping
+	// activity (XPDL 2 Loop, standard or multi-instance), the activity
+	// instance of the looping activity as a whole; nil otherwise.
+	LoopParentID *int64
+	// LoopIndex numbers the instances (iterations) of a looping activity
+	// from 1, in creation order; 0 when LoopParentID is nil.
+	LoopIndex int
+	// LoopState is the engine's bookkeeping of a looping activity
+	// (instances wanted, started, completed), opaque to the store; nil
+	// for other activities.
+	LoopState []byte
 }
 
 // Variable is the value of one data field of a process instance. Its key is
@@ -299,6 +314,28 @@ const (
 	InboxExpired = "Expired"
 )
 
+// Subscription says that an activity instance waits for a named trigger
+// that is not addressed to its process instance: an intermediate catch
+// event waiting for a signal, which every instance may receive. Whoever
+// sends the trigger lists the subscriptions to that name to find its
+// receivers.
+type Subscription struct {
+	// ID is assigned by the store.
+	ID int64
+	// Kind says what is waited for, e.g. "signal"; opaque to the store.
+	Kind string
+	// Name is the trigger's name (the signal's).
+	Name string
+	// ProcessInstanceID is the waiting process instance.
+	ProcessInstanceID int64
+	// ActivityInstanceID is the waiting activity instance.
+	ActivityInstanceID int64
+	// ActivityDefID is the XPDL Activity it is an instance of.
+	ActivityDefID string
+	// CreatedAt is when the wait began.
+	CreatedAt time.Time
+}
+
 // TimerState is the state of a durable timer.
 type TimerState string
 
@@ -346,4 +383,22 @@ type Timer struct {
 	CreatedAt time.Time
 	// FiredAt is when it fired; nil until then.
 	FiredAt *time.Time
+}
+
+// Node is an engine process registered on the database: nodes sharing a
+// database see each other here, renew their lease while they run, and
+// take over the claims of a node whose lease ran out.
+type Node struct {
+	// ID is the node's stable name.
+	ID string
+	// Owner identifies the node's current run; its event claims carry it.
+	Owner string
+	// Epoch counts the runs of the node: each registration increases it.
+	Epoch int64
+	// Host and PID describe the process.
+	Host string
+	PID  int
+	// StartedAt is when this run registered; HeartbeatAt when it last
+	// renewed its lease, which lasts until LeaseUntil.
+	StartedAt, HeartbeatAt, LeaseUntil time.Time
 }

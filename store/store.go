@@ -180,6 +180,19 @@ type Tx interface {
 	// left; PausedAt is cleared. It returns how many it moved.
 	ResumeTimers(ctx context.Context, params ResumeTimersParams) (int64, error)
 
+	// InsertSubscriptions stores new subscriptions, all or none, and
+	// returns them with their IDs, in argument order. The ID of the
+	// arguments is ignored.
+	InsertSubscriptions(ctx context.Context, subs []Subscription) ([]Subscription, error)
+	// ListSubscriptions returns the subscriptions matching the filter, in
+	// ID order: how a signal finds the events waiting for it.
+	ListSubscriptions(ctx context.Context, params ListSubscriptionsParams) ([]Subscription, error)
+	// DeleteSubscriptions deletes the subscriptions matching the filter
+	// and returns how many it deleted. A filter with neither
+	// ProcessInstanceID nor IDs is refused (an error), so that a mistake
+	// cannot delete every subscription.
+	DeleteSubscriptions(ctx context.Context, params DeleteSubscriptionsParams) (int64, error)
+
 	// InsertEvents writes events to the outbox, all or none. When an
 	// EventID is already stored (or appears twice in events) it returns
 	// ErrDuplicate and inserts nothing of the batch. IDs, ProcessedAt and
@@ -208,8 +221,36 @@ type Tx interface {
 	// RetryEvent gives up the claim on an unprocessed event whose
 	// processing failed and makes it claimable again at
 	// params.AvailableAt (a backoff). Events that do not exist or are
-	// processed are left as they are.
+	// processed are left as they are, and so is an event another owner
+	// claimed meanwhile when params.Owner is set.
 	RetryEvent(ctx context.Context, params RetryEventParams) error
+	// CountUnprocessedEvents counts the events not yet processed: those
+	// available at or before params.Now, and those available later (a
+	// retry's backoff).
+	CountUnprocessedEvents(ctx context.Context, now time.Time) (available, later int64, err error)
+	// ReleaseClaims gives up every claim of owner on unprocessed events,
+	// so that they can be claimed at once, and returns how many it
+	// released. Releasing fences owner: its MarkEventsProcessed with
+	// Owner fails with ErrLeaseLost for those events.
+	ReleaseClaims(ctx context.Context, owner string) (int64, error)
+
+	// RegisterNode records that the engine process params.Owner runs as
+	// node params.ID: the node's row is created (Epoch 1) or taken over
+	// (Epoch increased, the lease renewed). It returns the node as stored
+	// and the Owner it took over from ("" for a new row), whose claims
+	// the caller should release.
+	RegisterNode(ctx context.Context, params RegisterNodeParams) (node Node, replaced string, err error)
+	// RenewNode moves the lease of node params.ID to params.LeaseUntil
+	// and its HeartbeatAt to params.Now, if params.Owner still holds it;
+	// otherwise (the row is gone or another Owner took it over) it
+	// returns ErrLeaseLost.
+	RenewNode(ctx context.Context, params RenewNodeParams) error
+	// ListNodes returns the registered nodes in ID order.
+	ListNodes(ctx context.Context) ([]Node, error)
+	// RemoveNode deletes node params.ID if params.Owner holds it and,
+	// when params.ExpiredBy is set, only if its lease ended before then.
+	// It reports whether it deleted the row.
+	RemoveNode(ctx context.Context, params RemoveNodeParams) (bool, error)
 
 	// InsertHistory appends entries to the audit trail, all or none; IDs
 	// of the arguments are ignored.
@@ -270,13 +311,17 @@ type ListProcessInstancesParams struct {
 	ParentInstanceID int64
 	// AfterID keeps only instances whose ID is greater.
 	AfterID int64
+	// StartKey, when not empty, keeps only the instance started with that
+	// idempotency key.
+	StartKey string
 	// Limit, when greater than 0, is the most instances returned.
 	Limit int
 }
 
 // UpdateActivityInstanceParams are the arguments of
-// Tx.UpdateActivityInstance. State, Attempt, Diagnosis, UpdatedAt and
-// EndedAt replace the stored values.
+// Tx.UpdateActivityInstance. State, Attempt, Diagnosis, UpdatedAt,
+// EndedAt and LoopState replace the stored values; LoopParentID and
+// LoopIndex never change after insert.
 type UpdateActivityInstanceParams struct {
 	// ID is the activity instance to change.
 	ID int64
@@ -292,6 +337,8 @@ type UpdateActivityInstanceParams struct {
 	UpdatedAt time.Time
 	// EndedAt is the new end time (nil clears it).
 	EndedAt *time.Time
+	// LoopState is the new loop bookkeeping (nil clears it).
+	LoopState []byte
 }
 
 // ListActivityInstancesParams are the arguments of
@@ -505,6 +552,11 @@ type MarkEventsProcessedParams struct {
 	IDs []int64
 	// ProcessedAt is the time of processing.
 	ProcessedAt time.Time
+	// Owner, when set, fences the marking: every event must be
+	// unprocessed and claimed by Owner, else the call returns an error
+	// matching ErrLeaseLost and the caller's transaction must roll back
+	// (some of the events may have been marked in it).
+	Owner string
 }
 
 // RetryEventParams are the arguments of Tx.RetryEvent.
@@ -513,6 +565,9 @@ type RetryEventParams struct {
 	ID int64
 	// AvailableAt is when the event may be claimed again.
 	AvailableAt time.Time
+	// Owner, when set, leaves the event alone unless Owner claimed it
+	// last.
+	Owner string
 }
 
 // ListHistoryParams are the arguments of Tx.ListHistory.
@@ -567,4 +622,59 @@ type PauseTimersParams struct {
 type ResumeTimersParams struct {
 	ProcessInstanceID int64
 	At                time.Time
+}
+
+// RegisterNodeParams are the arguments of Tx.RegisterNode.
+type RegisterNodeParams struct {
+	// ID is the node's stable name (Config.NodeID).
+	ID string
+	// Owner identifies this run of the node: its claims carry it.
+	Owner string
+	// Host and PID describe the process, for operators.
+	Host string
+	PID  int
+	// Now is the registration time; LeaseUntil the end of the first lease.
+	Now, LeaseUntil time.Time
+}
+
+// RenewNodeParams are the arguments of Tx.RenewNode.
+type RenewNodeParams struct {
+	ID, Owner       string
+	Now, LeaseUntil time.Time
+}
+
+// RemoveNodeParams are the arguments of Tx.RemoveNode.
+type RemoveNodeParams struct {
+	ID, Owner string
+	// ExpiredBy, when set, removes the node only if its lease ended
+	// before it (a dead node's row).
+	ExpiredBy time.Time
+}
+
+// ListSubscriptionsParams filter Tx.ListSubscriptions; zero fields match
+// everything.
+type ListSubscriptionsParams struct {
+	// Kind, when not empty, keeps only subscriptions of that kind.
+	Kind string
+	// Name, when not empty, keeps only subscriptions to that name (case
+	// sensitive).
+	Name string
+	// ProcessInstanceID, when not 0, keeps only the subscriptions of
+	// that process instance.
+	ProcessInstanceID int64
+	// AfterID keeps only subscriptions whose ID is greater.
+	AfterID int64
+	// Limit, when greater than 0, is the most subscriptions returned.
+	Limit int
+}
+
+// DeleteSubscriptionsParams filter Tx.DeleteSubscriptions.
+// ProcessInstanceID or IDs is required; the other fields narrow the
+// match.
+type DeleteSubscriptionsParams struct {
+	ProcessInstanceID int64
+	// ActivityInstanceIDs, when not empty, limit the match to the
+	// subscriptions of these activity instances.
+	ActivityInstanceIDs []int64
+	IDs                 []int64
 }

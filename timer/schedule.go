@@ -495,6 +495,26 @@ func (c Cycle) CatchUp(armedAt time.Time, fired int, now time.Time) (due time.Ti
 	return due, skipped, true
 }
 
+// Upcoming returns the cycle's next firing after now, for a cycle armed
+// at armedAt that has fired fired times (the firing that just happened
+// included). Occurrences that fell due at or before now are not returned:
+// they count as fired (CatchUp's rule, seen from just after a firing), and
+// firedBefore is fired plus those skipped, the count to keep with the
+// returned due time. ok is false when the cycle has no firing left.
+func (c Cycle) Upcoming(armedAt time.Time, fired int, now time.Time) (due time.Time, firedBefore int, ok bool) {
+	fired = max(fired, 0)
+	due, skipped, ok := c.CatchUp(armedAt, fired, now)
+	if !ok || due.After(now) {
+		return due, fired, ok
+	}
+	fired += skipped + 1
+	if c.usedUp(fired) {
+		return time.Time{}, fired, false
+	}
+	due, ok = c.NextAfter(due)
+	return due, fired, ok
+}
+
 func (c Cycle) usedUp(fired int) bool { return c.Repetitions > 0 && fired >= c.Repetitions }
 
 // intervalAt returns the due time of occurrence k (0-based) of an interval

@@ -448,6 +448,44 @@ func TestCycleCatchUp(t *testing.T) {
 	}
 }
 
+func TestCycleUpcoming(t *testing.T) {
+	t.Parallel()
+	armed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hourly := timer.Cycle{Every: time.Hour}
+	r3 := timer.Cycle{Repetitions: 3, Every: time.Hour}
+	daily, err := timer.ParseCycle("0 9 * * *", time.UTC)
+	require.NoError(t, err)
+	at9 := func(d int) time.Time { return time.Date(2026, 1, d, 9, 0, 0, 0, time.UTC) }
+
+	tests := []struct {
+		name      string
+		c         timer.Cycle
+		fired     int
+		now       time.Time
+		wantDue   time.Time // zero: no firing left
+		wantFired int
+	}{
+		{"on time: the next one", hourly, 1, armed.Add(time.Hour), armed.Add(2 * time.Hour), 1},
+		{"late but nothing missed", hourly, 1, armed.Add(90 * time.Minute), armed.Add(2 * time.Hour), 1},
+		{"missed ones count as fired", hourly, 1, armed.Add(5*time.Hour + time.Minute), armed.Add(6 * time.Hour), 5},
+		{"bounded: the last one was just fired", r3, 3, armed.Add(3 * time.Hour), time.Time{}, 3},
+		{"bounded: the rest were missed", r3, 1, armed.Add(10 * time.Hour), time.Time{}, 3},
+		{"calendar: after a long stop", daily, 1, at9(5).Add(time.Hour), at9(6), 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			due, fired, ok := tt.c.Upcoming(armed, tt.fired, tt.now)
+			require.Equal(t, !tt.wantDue.IsZero(), ok)
+			requireInstant(t, tt.wantDue, due)
+			if ok {
+				require.True(t, due.After(tt.now), "never a time already passed")
+				require.Equal(t, tt.wantFired, fired)
+			}
+		})
+	}
+}
+
 // TestCycleCatchUpMatchesReference checks CatchUp against the plain
 // definition: list the occurrences one by one, and fire once for those
 // from number fired+1 that are not after now.

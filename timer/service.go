@@ -17,6 +17,9 @@ import (
 const (
 	// DefaultBatchSize is how many timers one transaction fires at most.
 	DefaultBatchSize = 500
+	// MaxDispatchDelay bounds how long FireDue holds back the events of
+	// timers it fired while more due timers wait to be fired.
+	MaxDispatchDelay = time.Second
 	// DefaultMaxWait is the longest the service sleeps between looks at
 	// the database, for timers armed where it cannot hear of them (by
 	// another node, or in a host's transaction).
@@ -260,7 +263,22 @@ func (s *Service) observe(late time.Duration) {
 // FireDue fires every timer due now, a batch per transaction, until none
 // is left; the service's goroutine calls it, and so may a caller that
 // wants overdue timers fired before it goes on (recovery, tests).
+//
+// The work each batch hands on (FireFunc's after, which dispatches the
+// fired timers' events) runs once every due timer has fired, or once
+// firing has gone on for MaxDispatchDelay: a burst of timers due at the
+// same instant is moved to the outbox first, so that processing the
+// first batch's events does not hold up the firing of the rest.
 func (s *Service) FireDue(ctx context.Context) error {
+	var pending []func()
+	var since time.Time
+	handOn := func() {
+		for _, after := range pending {
+			after()
+		}
+		pending = pending[:0]
+	}
+	defer handOn() // what committed is handed on, whatever happens next
 	for ctx.Err() == nil {
 		now := s.cfg.Clock.Now()
 		var fired []store.Timer
@@ -284,7 +302,10 @@ func (s *Service) FireDue(ctx context.Context) error {
 			return nil
 		}
 		if after != nil {
-			after()
+			if len(pending) == 0 {
+				since = now
+			}
+			pending = append(pending, after)
 		}
 		s.rounds.Add(1)
 		s.fired.Add(uint64(len(fired)))
@@ -293,6 +314,9 @@ func (s *Service) FireDue(ctx context.Context) error {
 		}
 		if len(fired) < s.cfg.BatchSize {
 			return nil
+		}
+		if len(pending) > 0 && s.cfg.Clock.Now().Sub(since) >= MaxDispatchDelay {
+			handOn()
 		}
 	}
 	return ctx.Err()

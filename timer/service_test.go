@@ -135,3 +135,33 @@ func TestServiceWakesForAnEarlierTimer(t *testing.T) {
 		require.Len(t, <-f.after, 1)
 	})
 }
+
+func TestServiceFiresABurstBeforeHandingItOn(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+		clock := timer.NewFake(start)
+		f := &firings{after: make(chan []store.Timer, 16)}
+		firedWhenHandedOn := []int{}
+		fire := func(ctx context.Context, tx store.Tx, batch []store.Timer) (func(), error) {
+			after, err := f.fire(ctx, tx, batch)
+			return func() {
+				f.mu.Lock()
+				firedWhenHandedOn = append(firedWhenHandedOn, len(f.fired))
+				f.mu.Unlock()
+				after()
+			}, err
+		}
+		st, err := gormstore.New(db)
+		require.NoError(t, err)
+		require.NoError(t, st.Migrate(t.Context()))
+		s, err := timer.NewService(timer.ServiceConfig{Store: st, Clock: clock, Fire: fire, BatchSize: 2})
+		require.NoError(t, err)
+		armAt(t, st, start, time.Second, time.Second, time.Second, time.Second, time.Second)
+
+		clock.Advance(time.Second)
+		require.NoError(t, s.FireDue(t.Context()))
+		require.Len(t, f.after, 3, "three batches were handed on by the time FireDue returned")
+		require.Equal(t, []int{5, 5, 5}, firedWhenHandedOn, "each batch was handed on after all five timers fired")
+	})
+}

@@ -192,6 +192,10 @@ func (m *modelRenderer) inline(v reflect.Value) (string, bool) {
 		return v.String(), true // an enumeration: Version, ActivityKind, ...
 	case reflect.Bool:
 		return strconv.FormatBool(v.Bool()), true
+	case reflect.Pointer:
+		if !v.IsNil() && v.Elem().Kind() == reflect.Bool { // Activity.Reentrant
+			return strconv.FormatBool(v.Elem().Bool()), true
+		}
 	case reflect.Int, reflect.Int64:
 		return strconv.FormatInt(v.Int(), 10), true
 	case reflect.Float64:

@@ -510,8 +510,35 @@ type Activity struct {
 	// JaWE and Bonita layout extended attributes of XPDL 1.
 	Graphics []NodeGraphics
 
+	// Reentrant is the activity's Reentrant extended attribute (true or
+	// false, in any case); nil when the activity does not say. A
+	// reentrant activity starts anew for every arriving token; a
+	// non-reentrant one starts at most once per process instance, and
+	// its later arrivals are absorbed (docs/reentrancy.md). IsReentrant
+	// applies the default.
+	Reentrant *bool
+
 	ExtendedAttributes ExtendedAttributes
 }
+
+// The extended attributes goxpdl itself acts on.
+const (
+	// AttrReentrant is the extended attribute read into
+	// Activity.Reentrant.
+	AttrReentrant = "Reentrant"
+	// AttrGenerated, with the value "true", marks the activities,
+	// transitions and processes that Rewrite generated.
+	AttrGenerated = "goxpdl.Generated"
+)
+
+// IsReentrant reports whether the activity starts anew for every
+// arriving token: what Reentrant says, and true when it says nothing
+// (the XPDL default). The routing activities that Rewrite generates say
+// false.
+func (a *Activity) IsReentrant() bool { return a.Reentrant == nil || *a.Reentrant }
+
+// IsGenerated reports whether Rewrite generated the activity.
+func (a *Activity) IsGenerated() bool { return a.ExtendedAttributes.isTrue(AttrGenerated) }
 
 // Mode is an activity's start or finish mode.
 type Mode string
@@ -557,6 +584,11 @@ type Route struct {
 	// choice); empty when not declared.
 	ExclusiveType string
 	Instantiate   bool
+	// IncomingCondition is a Complex gateway's join rule: a JavaScript
+	// expression over the process variables and arrivals (the incoming
+	// branches that have delivered in the current round) and branches
+	// (all incoming branches). Empty when not declared.
+	IncomingCondition string
 
 	declared bool // GatewayType was written
 	typed    bool // the version gives Routes a gateway type (XPDL 2)
@@ -667,7 +699,12 @@ type Event struct {
 	ErrorCode string
 	// Name of the message, signal or link, where the event names one.
 	Ref string
-	Pos Pos
+	// Throw says that the event throws its message or signal
+	// (TriggerResultMessage or TriggerResultSignal with
+	// CatchThrow="THROW") rather than waiting for it; catching is the
+	// default. End events produce their Result whatever it says.
+	Throw bool
+	Pos   Pos
 }
 
 // TimerTrigger is the time of a timer event: a point in time (TimeDate) or
@@ -700,7 +737,10 @@ const (
 	LoopMultiInstance LoopType = "MultiInstance"
 )
 
-// Loop is an XPDL 2 activity loop (standard or multi-instance).
+// Loop is an XPDL 2 activity loop (standard or multi-instance). Values
+// are kept as written; the engine applies XPDL's defaults (TestTime
+// After, MI_Ordering Parallel, MI_FlowCondition All) and runs loops as
+// docs/loops.md describes.
 type Loop struct {
 	Type LoopType
 	// Standard loop.
@@ -859,6 +899,13 @@ func (ea ExtendedAttributes) Get(name string) (string, bool) {
 	return "", false
 }
 
+// isTrue reports whether the first attribute with the given name says
+// true, in any case.
+func (ea ExtendedAttributes) isTrue(name string) bool {
+	v, ok := ea.Get(name)
+	return ok && isTrue(v)
+}
+
 // Lookup helpers on Package and Process.
 
 // Process returns the process with the given id in this package, or nil.
@@ -870,6 +917,10 @@ func (p *Package) Process(id string) *Process {
 	}
 	return nil
 }
+
+// IsGenerated reports whether Rewrite generated the process (to run a
+// race in a loop afresh on every pass).
+func (p *Process) IsGenerated() bool { return p.ExtendedAttributes.isTrue(AttrGenerated) }
 
 // ActivitySet returns the activity set with the given id, or nil.
 func (p *Process) ActivitySet(id string) *ActivitySet {

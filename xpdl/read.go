@@ -61,7 +61,10 @@ type reader struct {
 func (r *reader) pos(e node) Pos { return e.pos() }
 
 func (r *reader) problem(e node, sev Severity, code string, ids []string, format string, args ...any) {
-	p := r.pos(e)
+	r.problemAt(r.pos(e), sev, code, ids, format, args...)
+}
+
+func (r *reader) problemAt(p Pos, sev Severity, code string, ids []string, format string, args ...any) {
 	r.problems = append(r.problems, Problem{
 		File: r.file, Line: p.Line, Col: p.Col, Severity: sev, Code: code,
 		Message: fmt.Sprintf(format, args...), IDs: ids,
@@ -713,7 +716,36 @@ func (r *reader) readActivity(e node) *Activity {
 		}
 	}
 	a.Graphics = r.readGraphics(p.nodeGraphicsInfos, a)
+	r.readReentrant(a)
 	return a
+}
+
+// readReentrant sets a.Reentrant from the activity's Reentrant extended
+// attributes: the first one decides; a value other than true or false,
+// or a later one that contradicts it, is an error.
+func (r *reader) readReentrant(a *Activity) {
+	for _, ea := range a.ExtendedAttributes {
+		if ea.Name != AttrReentrant {
+			continue
+		}
+		var v bool
+		switch strings.ToLower(strings.TrimSpace(ea.Value)) {
+		case "true":
+			v = true
+		case "false":
+		default:
+			r.problemAt(ea.Pos, SeverityError, "unknown-value", []string{a.ID},
+				"activity %q: extended attribute Reentrant is %q; it must be true or false", a.ID, ea.Value)
+			continue
+		}
+		switch {
+		case a.Reentrant == nil:
+			a.Reentrant = &v
+		case *a.Reentrant != v:
+			r.problemAt(ea.Pos, SeverityError, "unknown-value", []string{a.ID},
+				"activity %q: extended attribute Reentrant is %q here and %t before", a.ID, ea.Value, *a.Reentrant)
+		}
+	}
 }
 
 // gatewayType maps a Join/Split Type or Route GatewayType to GatewayType.
@@ -746,6 +778,7 @@ func (r *reader) readActivityKind(p activityParts, a *Activity) {
 			a.Route.GatewayType = r.gatewayType(rt, raw, a.ID)
 			a.Route.declared = true
 		}
+		a.Route.IncomingCondition = strings.TrimSpace(attr(rt, "IncomingCondition"))
 		a.Route.ExclusiveType = attr(rt, "ExclusiveType")
 		if a.Route.ExclusiveType == "" {
 			a.Route.ExclusiveType = attr(rt, "XORType")
@@ -1015,6 +1048,7 @@ func (r *reader) readEvent(e node, activityID string) *Event {
 	for _, name := range []string{"TriggerResultMessage", "TriggerResultSignal", "TriggerResultLink", "TriggerResultCompensation"} {
 		if c := child(el, name); c.Element != nil {
 			ev.Ref = firstNonEmpty(attr(c, "Name"), attr(child(c, "Message"), "Name"), attr(c, "LinkId"), attr(c, "ActivityId"))
+			ev.Throw = strings.EqualFold(strings.TrimSpace(attr(c, "CatchThrow")), "THROW")
 		}
 	}
 	return ev

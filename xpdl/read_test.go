@@ -636,6 +636,25 @@ func TestReadActivityKinds(t *testing.T) {
 			},
 		},
 		{
+			name: "catching message event names its message", ns: ns21,
+			activity: `<Activity Id="x"><Event><IntermediateEvent Trigger="Message"><TriggerResultMessage CatchThrow="CATCH">` +
+				`<Message Id="m1" Name="paid"/></TriggerResultMessage></IntermediateEvent></Event></Activity>`,
+			check: func(t *testing.T, a *xpdl.Activity) {
+				require.Equal(t, xpdl.TriggerMessage, a.Event.Trigger)
+				require.Equal(t, "paid", a.Event.Ref)
+				require.False(t, a.Event.Throw)
+			},
+		},
+		{
+			name: "throwing signal event", ns: ns21,
+			activity: `<Activity Id="x"><Event><IntermediateEvent Trigger="Signal"><TriggerResultSignal CatchThrow="THROW" Name="go"/></IntermediateEvent></Event></Activity>`,
+			check: func(t *testing.T, a *xpdl.Activity) {
+				require.Equal(t, xpdl.TriggerSignal, a.Event.Trigger)
+				require.Equal(t, "go", a.Event.Ref)
+				require.True(t, a.Event.Throw)
+			},
+		},
+		{
 			name: "XPDL 1 Deadline", ns: ns10,
 			activity: `<Activity Id="x"><Implementation><No/></Implementation><Deadline Execution="SYNCHR">` +
 				`<DeadlineCondition>5000</DeadlineCondition><ExceptionName>late</ExceptionName></Deadline></Activity>`,

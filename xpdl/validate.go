@@ -371,11 +371,7 @@ func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {
 	case ActivityEvent:
 		v.checkEvent(f, a)
 	}
-	for _, g := range []Gateway{a.Join, a.Split} {
-		if g.Type == GatewayComplex {
-			v.errorf(g.Pos, "unsupported", []string{a.ID}, "activity %q: Complex gateways are not supported", a.ID)
-		}
-	}
+	v.checkComplex(f, a)
 	v.checkDeadlines(f, a)
 	v.checkLoop(a)
 }
@@ -531,6 +527,13 @@ func (v *validator) checkEvent(f *Flow, a *Activity) {
 	if ev.Trigger == TriggerTimer && (ev.Timer == nil || ev.Timer.TimeDate.Text == "" && ev.Timer.TimeCycle.Text == "") {
 		v.warnf(ev.Pos, "timer", ids, "timer event %q has no TimeDate or TimeCycle and will never fire", a.ID)
 	}
+	if ev.Trigger == TriggerSignal && ev.Type != EventStart && ev.Target == "" && strings.TrimSpace(ev.Ref) == "" {
+		if ev.Type == EventEnd || ev.Throw {
+			v.warnf(ev.Pos, "signal", ids, "signal event %q names no signal (TriggerResultSignal Name) and reaches no one", a.ID)
+		} else {
+			v.warnf(ev.Pos, "signal", ids, "signal event %q names no signal (TriggerResultSignal Name) and will never catch one", a.ID)
+		}
+	}
 }
 
 func (v *validator) checkDeadlines(f *Flow, a *Activity) {
@@ -574,26 +577,62 @@ func handlesException(f *Flow, activityID, name string) bool {
 	return false
 }
 
+// checkLoop checks an XPDL 2 Loop as the engine runs it (docs/loops.md):
+// its enumerations, its numbers and the languages of its conditions.
+// Enumerated values are matched in any case; the engine applies XPDL's
+// defaults (TestTime After, MI_Ordering Parallel, MI_FlowCondition All).
 func (v *validator) checkLoop(a *Activity) {
 	l := a.Loop
-	if l == nil {
+	if l == nil || l.Type == LoopNone || l.Type == "" {
 		return
 	}
 	ids := []string{a.ID}
+	if a.Kind == ActivityRoute || a.Kind == ActivityEvent {
+		v.warnf(l.Pos, "loop", ids, "activity %q: a loop on a gateway or an event is ignored", a.ID)
+		return
+	}
 	switch l.Type {
 	case LoopStandard:
-		if strings.TrimSpace(l.Condition.Text) == "" {
-			if n, err := strconv.Atoi(strings.TrimSpace(l.Maximum)); err != nil || n <= 0 {
+		v.checkLoopValue(l, a.ID, "TestTime", l.TestTime, "Before", "After")
+		maximum := strings.TrimSpace(l.Maximum)
+		n, err := strconv.Atoi(maximum)
+		if maximum != "" && (err != nil || n < 0) {
+			v.errorf(l.Pos, "loop", ids, "activity %q: LoopMaximum %q is not a number of iterations", a.ID, l.Maximum)
+		}
+		switch {
+		case strings.TrimSpace(l.Condition.Text) == "":
+			if n <= 0 {
 				v.warnf(l.Pos, "loop", ids, "activity %q: standard loop has neither a LoopCondition nor a positive LoopMaximum; it runs once", a.ID)
 			}
-		} else if l.Condition.Language() == LanguageOther {
+		case l.Condition.Language() == LanguageOther:
 			v.errorf(l.Pos, "script-language", ids, "activity %q: loop condition language %q is not supported", a.ID, l.Condition.Grammar)
 		}
 	case LoopMultiInstance:
 		if strings.TrimSpace(l.MICondition.Text) == "" {
 			v.errorf(l.Pos, "loop", ids, "activity %q: multi-instance loop has no MI_Condition (the number of instances)", a.ID)
 		}
+		v.checkLoopValue(l, a.ID, "MI_Ordering", l.Ordering, "Sequential", "Parallel")
+		v.checkLoopValue(l, a.ID, "MI_FlowCondition", l.Behavior, "None", "One", "All", "Complex")
+		if !strings.EqualFold(strings.TrimSpace(l.Behavior), "Complex") {
+			return
+		}
+		switch {
+		case strings.TrimSpace(l.FlowCondition.Text) == "":
+			v.errorf(l.Pos, "loop", ids, "activity %q: MI_FlowCondition Complex has no ComplexMI_FlowCondition", a.ID)
+		case l.FlowCondition.Language() != LanguageJavaScript:
+			v.errorf(l.Pos, "script-language", ids, "activity %q: ComplexMI_FlowCondition language %q is not supported (JavaScript is)", a.ID, l.FlowCondition.Grammar)
+		}
 	}
+}
+
+// checkLoopValue checks an enumerated loop attribute: absent, or one of
+// values in any case.
+func (v *validator) checkLoopValue(l *Loop, activityID, attr, value string, values ...string) {
+	value = strings.TrimSpace(value)
+	if value == "" || slices.ContainsFunc(values, func(s string) bool { return strings.EqualFold(s, value) }) {
+		return
+	}
+	v.errorf(l.Pos, "loop", []string{activityID}, "activity %q: %s %q is not one of %s", activityID, attr, value, strings.Join(values, ", "))
 }
 
 // checkTransitions checks the transitions of one flow: their ends, their
@@ -667,4 +706,27 @@ func findActivityScope(proc *Process, id string) string {
 		}
 	}
 	return ""
+}
+
+// checkComplex accepts a Complex gateway as a join with an
+// IncomingCondition (the discriminator and partial-join patterns) and
+// refuses it anywhere else.
+func (v *validator) checkComplex(f *Flow, a *Activity) {
+	if a.Split.Type == GatewayComplex && len(f.Outgoing(a.ID)) > 1 {
+		v.errorf(orPos(a.Split.Pos, a.Pos), "unsupported", []string{a.ID}, "activity %q: Complex splits are not supported; use an Inclusive (OR) split with conditions", a.ID)
+	}
+	if a.Join.Type != GatewayComplex || len(f.Incoming(a.ID)) < 2 {
+		return
+	}
+	if a.Route == nil || a.Route.IncomingCondition == "" {
+		v.errorf(orPos(a.Join.Pos, a.Pos), "unsupported", []string{a.ID},
+			"activity %q: a Complex join needs an IncomingCondition saying when it fires (e.g. \"arrivals >= 1\")", a.ID)
+	}
+}
+
+func orPos(p, fallback Pos) Pos {
+	if p == (Pos{}) {
+		return fallback
+	}
+	return p
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
@@ -35,7 +36,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus, "sleep": cmdSleep},
 	})
 }
 
@@ -60,4 +61,16 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdSleep implements the script command "sleep DURATION": a script that
+// leaves a database behind lets real time pass before the next command
+// picks it up (timers fall due meanwhile). It waits; it asserts nothing.
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d) //nolint:forbidigo // the commands under test run on the real clock
 }

@@ -27,6 +27,8 @@ type command struct {
 var commands = []command{
 	{name: "validate", summary: "check XPDL files and report their problems", usage: validateUsage, runFunc: runValidate},
 	{name: "run", summary: "run a process of an XPDL file to its end", usage: runUsage, runFunc: runRun},
+	{name: "resume", summary: "recover a database after a crash and run its pending work", usage: resumeUsage, runFunc: runResume},
+	{name: "instances", summary: "count and list the process instances of a database by state", usage: instancesUsage, runFunc: runInstances},
 	{name: "bench", summary: "measure the engine's throughput on a database", usage: benchUsage, runFunc: runBench},
 }
 

@@ -213,8 +213,8 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
 	}
-	if tw.err != nil {
-		printErr(stderr, "goxpdl run: write trace: %v\n", tw.err)
+	if err := tw.failed(); err != nil {
+		printErr(stderr, "goxpdl run: write trace: %v\n", err)
 		return exitUsage
 	}
 	summary := outcome.String()
@@ -250,12 +250,22 @@ func (t *traceWriter) write(r engine.Record) {
 	t.err = err
 }
 
+// failed returns the first write error.
+func (t *traceWriter) failed() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
 // outcome is where a run ended.
 type outcome struct {
 	root      engine.ProcessInstance
 	openItems []engine.WorkItem
 	abnormal  []engine.ActivityInstance
-	stalled   bool
+	// waiting are the Waiting activities that wait for no subflow
+	// instance of the tree: for a message, a signal or a timer.
+	waiting []engine.ActivityInstance
+	stalled bool
 }
 
 func (o outcome) String() string {
@@ -266,6 +276,9 @@ func (o outcome) String() string {
 	}
 	for _, a := range o.abnormal {
 		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.ActivityDefID, a.ID, a.ProcessInstanceID, a.Diagnosis)
+	}
+	for _, a := range o.waiting {
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Waiting", a.ActivityDefID, a.ID, a.ProcessInstanceID)
 	}
 	if len(o.openItems) > 0 {
 		ids := make([]string, len(o.openItems))
@@ -314,6 +327,10 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 				switch wftype.ActivityState(a.State) {
 				case wftype.ActivityAbnormal:
 					o.abnormal = append(o.abnormal, a)
+				case wftype.ActivityWaiting:
+					if !callsSubflow(tree, a.ID) && !runsBlock(acts, a.ID) {
+						o.waiting = append(o.waiting, a)
+					}
 				case wftype.ActivityInitiated, wftype.ActivityActive:
 					pending = pending || pi.State == string(wftype.ProcessRunning)
 				}
@@ -369,9 +386,55 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 				continue
 			}
 		}
+		// The reads above are not one snapshot: a timer may have fired
+		// and moved an instance on between them. Only a tree that did
+		// not change while it was read is stuck.
+		again, err := instanceTree(ctx, e, id)
+		if err != nil {
+			return outcome{}, err
+		}
+		if !sameVersions(tree, again) {
+			continue
+		}
 		o.stalled = pending
 		return o, nil
 	}
+}
+
+// callsSubflow reports whether activity instance id waits for a subflow
+// instance of tree.
+func callsSubflow(tree []engine.ProcessInstance, id int64) bool {
+	for _, pi := range tree {
+		if pi.ParentActivityID != nil && *pi.ParentActivityID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// runsBlock reports whether activity instance id runs an activity set
+// whose activities are among acts.
+func runsBlock(acts []engine.ActivityInstance, id int64) bool {
+	for _, a := range acts {
+		if a.BlockInstanceID != nil && *a.BlockInstanceID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// sameVersions reports whether two reads of an instance tree saw the same
+// instances at the same versions.
+func sameVersions(a, b []engine.ProcessInstance) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Version != b[i].Version {
+			return false
+		}
+	}
+	return true
 }
 
 // nextProgressTimer is when the earliest timer that can move one of the

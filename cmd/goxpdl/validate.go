@@ -2,19 +2,21 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 // validateUsage is the full usage text of "goxpdl validate".
-const validateUsage = `Usage: goxpdl validate [--json] FILE...
+const validateUsage = `Usage: goxpdl validate [--json] [--explain] FILE...
 
 Validate reads each XPDL file, with the ExternalPackages it references, and
 reports every problem it finds. Each problem is printed on standard output as
@@ -27,10 +29,19 @@ a file invalid. One summary line per file goes to standard error.
 The files named on one command line are validated as one deployment: a
 SubFlow in one file may name a process defined in another of the files.
 
+A valid file is also rewritten as the engine runs it (loop entries and
+races in loops, docs/reentrancy.md); a race that cannot be rewritten is an
+error (race-region).
+
 Flags (before the files):
 
-	--json  print one JSON object instead of text:
-	        {"files":[{"file","valid","errors","warnings","problems":[...]}],"valid"}
+	--json     print one JSON object instead of text:
+	           {"files":[{"file","valid","errors","warnings","problems":[...]}],"valid"}
+	--explain  after the problems of each valid file, print the model the
+	           engine runs: per process its activities (id, kind, join,
+	           split, reentrant) and transitions (id, from, to, condition),
+	           then each rewrite with its reason; with --json, as "explain"
+	           in the file's object: {"processes":[...],"rewrites":[...]}
 
 Exit status:
 
@@ -40,7 +51,7 @@ Exit status:
 `
 
 // validateShortUsage follows a usage error.
-const validateShortUsage = `Usage: goxpdl validate [--json] FILE...
+const validateShortUsage = `Usage: goxpdl validate [--json] [--explain] FILE...
 Run "goxpdl help validate" for details.
 `
 
@@ -54,6 +65,8 @@ type fileReport struct {
 	Problems xpdl.Problems `json:"problems"`
 	// Error says why the file could not be read; it is set only then.
 	Error string `json:"error,omitempty"`
+	// Explain is the rewritten model, with --explain for a valid file.
+	Explain *explanation `json:"explain,omitempty"`
 }
 
 // validateReport is the JSON output of "goxpdl validate --json".
@@ -68,6 +81,7 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fset.SetOutput(stderr)
 	fset.Usage = func() {} // printed below, where -h and a bad flag are told apart
 	jsonOut := fset.Bool("json", false, "print one JSON object instead of text")
+	explain := fset.Bool("explain", false, "print the rewritten model of each valid file")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOut(stdout, stderr, validateUsage, exitOK)
@@ -81,7 +95,7 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	reports := validateFiles(fset.Args())
+	reports := validateFiles(fset.Args(), *explain)
 	code := exitOK
 	for _, r := range reports {
 		switch {
@@ -116,6 +130,9 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			b.WriteString(p.String())
 			b.WriteByte('\n')
 		}
+		if r.Explain != nil {
+			writeExplanation(&b, r.File, r.Explain)
+		}
 		if writeOut(stdout, stderr, b.String(), exitOK) != exitOK {
 			return exitUsage
 		}
@@ -125,8 +142,11 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 // validateFiles loads every file, then validates each package that loaded
-// with the others deployed alongside it. The reports are in file order.
-func validateFiles(files []string) []fileReport {
+// with the others deployed alongside it, and rewrites each valid one as
+// the engine will (a race that cannot be rewritten is a problem); with
+// explain, the rewritten model goes in the report. The reports are in
+// file order.
+func validateFiles(files []string, explain bool) []fileReport {
 	reports := make([]fileReport, len(files))
 	pkgs := make([]*xpdl.Package, len(files))
 	for i, file := range files {
@@ -156,7 +176,19 @@ func validateFiles(files []string) []fileReport {
 				others = append(others, other)
 			}
 		}
-		reports[i].Problems = xpdl.Validate(pkg, &xpdl.ValidateOpts{Deployed: others})
+		problems := xpdl.Validate(pkg, &xpdl.ValidateOpts{Deployed: others})
+		if !problems.HasErrors() {
+			rewritten, steps, err := xpdl.Rewrite(pkg)
+			if err != nil {
+				problems = append(problems, rewriteProblems(err)...)
+				slices.SortStableFunc(problems, func(a, b xpdl.Problem) int {
+					return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+				})
+			} else if explain {
+				reports[i].Explain = explainModel(rewritten, steps)
+			}
+		}
+		reports[i].Problems = problems
 	}
 	for i := range reports {
 		r := &reports[i]

@@ -14,12 +14,24 @@
 //   - AND: the activity starts when every incoming transition has
 //     delivered; arrivals are counted per transition, so loops through an
 //     AND-join work too. EXCEPTION transitions are not waited for.
-//   - OR (and Complex): the activity starts when at least one incoming
-//     transition has delivered and no transition still missing can be
-//     reached any more from anything alive in the flow: an activity
-//     instance that has not finished, or another join holding arrivals.
-//     Paths that died (a split that did not choose them) are thereby
-//     eliminated rather than waited for.
+//   - OR: the activity starts when at least one incoming transition has
+//     delivered and no transition still missing can be reached any more
+//     from anything alive in the flow: an activity instance that has not
+//     finished, or another join holding arrivals. Paths that died (a split
+//     that did not choose them) are thereby eliminated rather than waited
+//     for.
+//   - Complex (XPDL 2, with an IncomingCondition): the join passes the
+//     thread of control on the first time its condition holds for the
+//     number of inputs that have delivered, absorbs the later arrivals of
+//     that round, and resets once every input has delivered. With the
+//     condition "arrivals >= 1" it is the structured discriminator
+//     (workflow pattern 9), with "arrivals >= N" the structured partial
+//     join (pattern 30).
+//
+// An activity marked non-reentrant (xpdl.Activity.IsReentrant false)
+// starts at most once per scope: the arrivals that would start it again
+// are absorbed. When it starts, Losers names the activities whose work
+// can now only lead to it, for the caller to withdraw.
 //
 // A branch whose split chooses no transition simply ends (implicit
 // termination, workflow pattern 11); the flow is Done when nothing is
@@ -29,7 +41,9 @@ package flow
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -175,10 +189,12 @@ func activityOf(key string) string {
 }
 
 // Tokens is the navigation state of one process instance that activity
-// instances do not already record: the arrivals waiting at AND and OR
-// joins, and the activities that completed without any successor firing.
-// The zero value is empty and ready to use. It is persisted with the
-// process instance (Encode, Decode).
+// instances do not already record: the arrivals waiting at AND, OR and
+// Complex joins, the activities that completed without any successor
+// firing, the non-reentrant activities that have started and the Complex
+// joins that have fired in their current round. The zero value is empty
+// and ready to use. It is persisted with the process instance (Encode,
+// Decode).
 type Tokens struct {
 	// Joins maps a join ("block/activity") to the arrivals waiting there,
 	// counted per incoming transition id.
@@ -186,6 +202,12 @@ type Tokens struct {
 	// DeadEnds lists the activities ("block/activity") that completed
 	// while none of their outgoing transitions could fire.
 	DeadEnds []string `json:"deadEnds,omitempty"`
+	// Started holds the non-reentrant activities ("block/activity") that
+	// have started in their scope: later arrivals there are absorbed.
+	Started map[string]bool `json:"started,omitempty"`
+	// Passed holds the Complex joins ("block/activity") that have passed
+	// the thread of control on in their current round.
+	Passed map[string]bool `json:"passed,omitempty"`
 }
 
 // Decode reads tokens written by Encode; nil or empty data is no tokens.
@@ -212,41 +234,193 @@ func (tk *Tokens) Encode() []byte {
 	return data
 }
 
-// Empty reports whether nothing waits anywhere.
-func (tk *Tokens) Empty() bool { return len(tk.Joins) == 0 && len(tk.DeadEnds) == 0 }
+// Empty reports whether nothing is recorded.
+func (tk *Tokens) Empty() bool {
+	return len(tk.Joins) == 0 && len(tk.DeadEnds) == 0 && len(tk.Started) == 0 && len(tk.Passed) == 0
+}
+
+// JoinCondition decides the IncomingCondition of Complex join j when
+// arrived of its inputs inputs have delivered in the current round.
+type JoinCondition func(j *xpdl.Activity, arrived, inputs int) (bool, error)
+
+// JoinConditionError is a Complex join's IncomingCondition that could not
+// be decided. Arrive reports it with start true: the join fires, and the
+// caller puts its activity in Abnormal for an operator to look at.
+type JoinConditionError struct {
+	Join string
+	Err  error
+}
+
+func (e *JoinConditionError) Error() string {
+	return fmt.Sprintf("IncomingCondition of Complex join %s: %v", e.Join, e.Err)
+}
+
+func (e *JoinConditionError) Unwrap() error { return e.Err }
 
 // Arrive records that transition t of scope sc fired and reports whether
 // its target activity starts now. XOR-joins start on every arrival; an
 // AND-join starts when every incoming transition has delivered, consuming
 // one arrival from each; an OR-join only collects the arrival (Settle
-// decides when it starts).
-func (tk *Tokens) Arrive(sc Scope, t *xpdl.Transition) bool {
+// decides when it starts); a Complex join starts when cond first holds in
+// a round (cond may be nil when the flow has no Complex join). An
+// arrival at a non-reentrant activity that has started in scope sc is
+// absorbed. The error is a *JoinConditionError, reported with start
+// true.
+func (tk *Tokens) Arrive(sc Scope, t *xpdl.Transition, cond JoinCondition) (start bool, err error) {
 	target := sc.Flow.Activity(t.To)
 	if target == nil {
-		return false
+		return false, nil
+	}
+	key := sc.key(target.ID)
+	if !target.IsReentrant() && tk.Started[key] {
+		return false, nil
 	}
 	inputs := joinInputs(sc.Flow, target)
-	switch target.Join.Type {
-	case xpdl.GatewayAND:
-		if len(inputs) <= 1 {
-			return true
+	switch {
+	case len(inputs) <= 1:
+		start = true
+	case target.Join.Type == xpdl.GatewayAND:
+		waiting := tk.add(key, t.ID)
+		start = arrivedAll(waiting, inputs)
+		if start {
+			tk.consume(key, inputs)
 		}
-		waiting := tk.add(sc.key(target.ID), t.ID)
+	case target.Join.Type == xpdl.GatewayOR:
+		tk.add(key, t.ID)
+	case target.Join.Type == xpdl.GatewayComplex:
+		start, err = tk.arriveComplex(key, target, t, inputs, cond)
+	default:
+		start = true
+	}
+	if start {
+		tk.started(key, target)
+	}
+	return start, err
+}
+
+// arriveComplex handles an arrival at a Complex join: the condition is
+// decided (with this arrival counted) until it holds once in the round,
+// and the round ends when every input has delivered.
+func (tk *Tokens) arriveComplex(key string, j *xpdl.Activity, t *xpdl.Transition, inputs []*xpdl.Transition, cond JoinCondition) (bool, error) {
+	waiting := tk.add(key, t.ID)
+	start := false
+	var err error
+	if !tk.Passed[key] {
+		arrived := 0
 		for _, in := range inputs {
-			if waiting[in.ID] == 0 {
-				return false
+			if waiting[in.ID] > 0 {
+				arrived++
 			}
 		}
-		tk.consume(sc.key(target.ID), inputs)
-		return true
-	case xpdl.GatewayOR, xpdl.GatewayComplex:
-		if len(inputs) <= 1 {
-			return true
+		if cond == nil {
+			start, err = true, &JoinConditionError{Join: j.ID, Err: errors.New("no evaluator for Complex joins")}
+		} else if start, err = cond(j, arrived, len(inputs)); err != nil {
+			start, err = true, &JoinConditionError{Join: j.ID, Err: err}
 		}
-		tk.add(sc.key(target.ID), t.ID)
+		if start {
+			if tk.Passed == nil {
+				tk.Passed = make(map[string]bool)
+			}
+			tk.Passed[key] = true
+		}
+	}
+	if arrivedAll(waiting, inputs) {
+		tk.consume(key, inputs)
+		delete(tk.Passed, key)
+	}
+	return start, err
+}
+
+func arrivedAll(waiting map[string]int, inputs []*xpdl.Transition) bool {
+	for _, in := range inputs {
+		if waiting[in.ID] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// started notes that activity a starts in the scope of key, when it is
+// non-reentrant.
+func (tk *Tokens) started(key string, a *xpdl.Activity) {
+	if a.IsReentrant() {
+		return
+	}
+	if tk.Started == nil {
+		tk.Started = make(map[string]bool)
+	}
+	tk.Started[key] = true
+}
+
+// Losers returns the activities of flow f whose work, once non-reentrant
+// activity j has started, can only lead to j and is therefore wasted: an
+// activity that can reach j, all of whose outgoing transitions, and those
+// of the boundary events attached to it, lead to j or to other losers.
+// These are the branches that lost the race to j.
+func Losers(f *xpdl.Flow, j *xpdl.Activity) map[string]bool {
+	reaches := map[string]bool{j.ID: true}
+	for changed := true; changed; {
+		changed = false
+		for _, a := range f.Activities {
+			if reaches[a.ID] {
+				continue
+			}
+			for _, t := range f.Outgoing(a.ID) {
+				if reaches[t.To] {
+					reaches[a.ID], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	losers := make(map[string]bool)
+	for _, a := range f.Activities {
+		if a.ID != j.ID && reaches[a.ID] {
+			losers[a.ID] = true
+		}
+	}
+	attached := make(map[string][]string)
+	for _, a := range f.Activities {
+		if a.Event != nil && a.Event.Target != "" {
+			attached[a.Event.Target] = append(attached[a.Event.Target], a.ID)
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for id := range losers {
+			if !onlyLeadsTo(f, id, j.ID, losers, attached) {
+				delete(losers, id)
+				changed = true
+			}
+		}
+	}
+	return losers
+}
+
+func onlyLeadsTo(f *xpdl.Flow, id, j string, losers map[string]bool, attached map[string][]string) bool {
+	outs := f.Outgoing(id)
+	if len(outs) == 0 {
 		return false
-	default:
-		return true
+	}
+	for _, t := range outs {
+		if t.To != j && !losers[t.To] {
+			return false
+		}
+	}
+	for _, ev := range attached[id] {
+		if !losers[ev] {
+			return false
+		}
+	}
+	return true
+}
+
+// Withdraw forgets the arrivals waiting at the given activities of scope
+// sc: the caller withdrew them as losers.
+func (tk *Tokens) Withdraw(sc Scope, activities map[string]bool) {
+	for id := range activities {
+		delete(tk.Joins, sc.key(id))
+		delete(tk.Passed, sc.key(id))
 	}
 }
 
@@ -332,11 +506,19 @@ func (tk *Tokens) Settle(sc Scope, live []string) (starts []string, outcome Outc
 		started := ""
 		for _, key := range tk.scopeJoins(sc) {
 			j := sc.Flow.Activity(activityOf(key))
-			if j == nil || (j.Join.Type != xpdl.GatewayOR && j.Join.Type != xpdl.GatewayComplex) {
+			if j != nil && j.Join.Type == xpdl.GatewayComplex && tk.Passed[key] && tk.orJoinReady(sc, j, alive) {
+				// The round's missing inputs can no longer arrive: it is
+				// over, and the join has passed already.
+				delete(tk.Joins, key)
+				delete(tk.Passed, key)
+				continue
+			}
+			if j == nil || j.Join.Type != xpdl.GatewayOR {
 				continue
 			}
 			if tk.orJoinReady(sc, j, alive) {
 				tk.consume(key, joinInputs(sc.Flow, j))
+				tk.started(key, j)
 				started = j.ID
 				break
 			}
@@ -373,6 +555,8 @@ func (tk *Tokens) Clear(sc Scope) {
 		}
 	}
 	tk.DeadEnds = slices.DeleteFunc(tk.DeadEnds, sc.owns)
+	maps.DeleteFunc(tk.Started, func(key string, _ bool) bool { return sc.owns(key) })
+	maps.DeleteFunc(tk.Passed, func(key string, _ bool) bool { return sc.owns(key) })
 }
 
 func (tk *Tokens) scopeJoins(sc Scope) []string {

@@ -116,6 +116,9 @@ var activityTable = map[wftype.ActivityState]map[ActivityCommand]wftype.Activity
 	},
 	wftype.ActivityInActive: {
 		ActivityComplete: wftype.ActivityCompleted,
+		// The work cannot be offered (its performer does not resolve):
+		// a fault for an operator, as for an automatic activity.
+		ActivityFail: wftype.ActivityAbnormal,
 	},
 	wftype.ActivityAbnormal: {
 		ActivityRetry: wftype.ActivityInitiated,

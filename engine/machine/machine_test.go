@@ -73,6 +73,7 @@ var legalActivity = map[string]wftype.ActivityState{
 	"Waiting/complete":  wftype.ActivityCompleted,
 	"Waiting/fail":      wftype.ActivityAbnormal,
 	"InActive/complete": wftype.ActivityCompleted,
+	"InActive/fail":     wftype.ActivityAbnormal,
 	"Abnormal/retry":    wftype.ActivityInitiated,
 	"Abnormal/skip":     wftype.ActivityCompleted,
 }

@@ -38,9 +38,10 @@
 // The tables are goxpdl_definitions, goxpdl_process_instances,
 // goxpdl_activity_instances, goxpdl_variables, goxpdl_work_items,
 // goxpdl_work_item_visibility (who sees an open item in their worklist),
-// goxpdl_events (the outbox), goxpdl_history and goxpdl_inbox (the
-// correlation inbox), created by Migrate in the
-// host's database. Timestamps are stored in UTC with microsecond precision
+// goxpdl_events (the outbox), goxpdl_history, goxpdl_inbox (the
+// correlation inbox), goxpdl_timers, goxpdl_nodes and
+// goxpdl_subscriptions (the events waiting for a signal), created by
+// Migrate in the host's database. Timestamps are stored in UTC with microsecond precision
 // (DATETIME(6) on MySQL). Errors are translated at the boundary: no row is
 // store.ErrNotFound, a unique-key violation store.ErrDuplicate, a MySQL
 // deadlock store.ErrConflict; the driver's error stays in the chain.

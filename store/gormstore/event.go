@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -16,6 +17,11 @@ import (
 // transaction or savepoint), so a duplicate EventID fails the whole batch
 // on both databases.
 func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ms := make([]eventModel, len(events))
 	for i, e := range events {
 		if e.EventID == "" {
@@ -133,31 +139,97 @@ func (s *Store) ClaimEvents(ctx context.Context, params store.ClaimEventsParams)
 
 // MarkEventsProcessed implements store.Tx.
 func (s *Store) MarkEventsProcessed(ctx context.Context, params store.MarkEventsProcessedParams) error {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if len(params.IDs) == 0 {
 		return nil
 	}
 	if err := requireTime("mark events processed: processed at", params.ProcessedAt); err != nil {
 		return err
 	}
-	err := s.db.WithContext(ctx).Model(&eventModel{}).
-		Where("id IN ? AND processed_at IS NULL", params.IDs).
-		Update("processed_at", dbTime(params.ProcessedAt)).Error
-	if err != nil {
-		return wrap(err, "mark %d events processed", len(params.IDs))
+	q := s.db.WithContext(ctx).Model(&eventModel{}).Where("id IN ? AND processed_at IS NULL", params.IDs)
+	if params.Owner != "" {
+		q = q.Where("claimed_by = ?", params.Owner)
+	}
+	res := q.Update("processed_at", dbTime(params.ProcessedAt))
+	if res.Error != nil {
+		return wrap(res.Error, "mark %d events processed", len(params.IDs))
+	}
+	if params.Owner != "" && res.RowsAffected < int64(len(uniqueIDs(params.IDs))) {
+		return fmt.Errorf("mark events %v processed for %q: %w", params.IDs, params.Owner, store.ErrLeaseLost)
 	}
 	return nil
 }
 
+func uniqueIDs(ids []int64) map[int64]bool {
+	set := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
+}
+
+// ReleaseClaims implements store.Tx.
+func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	if owner == "" {
+		return 0, errors.New("release claims: empty owner")
+	}
+	res := s.db.WithContext(ctx).Model(&eventModel{}).
+		Where("claimed_by = ? AND processed_at IS NULL", owner).
+		Updates(map[string]any{"claimed_by": "", "claimed_until": nil})
+	if res.Error != nil {
+		return 0, wrap(res.Error, "release the claims of %q", owner)
+	}
+	return res.RowsAffected, nil
+}
+
 // RetryEvent implements store.Tx.
 func (s *Store) RetryEvent(ctx context.Context, params store.RetryEventParams) error {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := requireTime("retry event: available at", params.AvailableAt); err != nil {
 		return err
 	}
-	err := s.db.WithContext(ctx).Model(&eventModel{}).
-		Where("id = ? AND processed_at IS NULL", params.ID).
-		Updates(map[string]any{"available_at": dbTime(params.AvailableAt), "claimed_until": nil}).Error
+	q := s.db.WithContext(ctx).Model(&eventModel{}).Where("id = ? AND processed_at IS NULL", params.ID)
+	if params.Owner != "" {
+		q = q.Where("claimed_by = ?", params.Owner)
+	}
+	err = q.Updates(map[string]any{"available_at": dbTime(params.AvailableAt), "claimed_until": nil}).Error
 	if err != nil {
 		return wrap(err, "retry event %d", params.ID)
 	}
 	return nil
+}
+
+// CountUnprocessedEvents implements store.Tx.
+func (s *Store) CountUnprocessedEvents(ctx context.Context, now time.Time) (available, later int64, err error) {
+	var rows []struct {
+		Due   bool
+		Count int64
+	}
+	err = s.db.WithContext(ctx).Model(&eventModel{}).
+		Select("available_at <= ? AS due, COUNT(*) AS count", dbTime(now)).
+		Where("processed_at IS NULL").Group("due").Scan(&rows).Error
+	if err != nil {
+		return 0, 0, wrap(err, "count unprocessed events")
+	}
+	for _, r := range rows {
+		if r.Due {
+			available += r.Count
+		} else {
+			later += r.Count
+		}
+	}
+	return available, later, nil
 }

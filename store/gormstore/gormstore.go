@@ -37,6 +37,7 @@ const batchSize = 500
 type Store struct {
 	db      *gorm.DB
 	dialect string
+	gate    writeGate // nil unless db is a pool over a SQLite file
 }
 
 var _ store.Store = (*Store)(nil)
@@ -60,7 +61,7 @@ func New(db *gorm.DB) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("gormstore: unsupported dialect %q (want sqlite or mysql)", name)
 	}
-	return &Store{db: db, dialect: dialect}, nil
+	return &Store{db: db, dialect: dialect, gate: gateFor(db)}, nil
 }
 
 // Capabilities implements store.Store. MySQL means MySQL 8.0.1 or MariaDB
@@ -86,6 +87,10 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	if s.dialect == store.DialectMySQL && !s.inTx() {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
+	if err := s.gate.enter(ctx); err != nil {
+		return wrap(err, "transaction")
+	}
+	defer s.gate.leave()
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect})
@@ -135,6 +140,10 @@ func (s *Store) atomic(ctx context.Context, fn func(db *gorm.DB) error, opts ...
 	if s.inTx() {
 		return fn(db)
 	}
+	if err := s.gate.enter(ctx); err != nil {
+		return err
+	}
+	defer s.gate.leave()
 	return db.Transaction(fn, opts...)
 }
 

@@ -255,3 +255,32 @@ func TestOpenMySQLBadDSN(t *testing.T) {
 	_, err := gormstore.OpenMySQL("not a dsn")
 	require.Error(t, err)
 }
+
+// TestMigrateAddsLoopColumns upgrades a database made before activity
+// instances had loop columns: Migrate adds them to a table with rows,
+// and the old rows read back as no loop.
+func TestMigrateAddsLoopColumns(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db := d.open(t)
+			s := newStore(t, db)
+			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			rows, err := s.InsertActivityInstances(ctx, []store.ActivityInstance{
+				{ProcessInstanceID: 1, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
+			})
+			require.NoError(t, err)
+			for _, col := range []string{"loop_parent_id", "loop_index", "loop_state"} {
+				require.NoError(t, db.Exec("ALTER TABLE goxpdl_activity_instances DROP COLUMN "+col).Error)
+			}
+			require.NoError(t, s.Migrate(ctx))
+			got, err := s.GetActivityInstance(ctx, rows[0].ID)
+			require.NoError(t, err)
+			require.Nil(t, got.LoopParentID)
+			require.Zero(t, got.LoopIndex)
+			require.Nil(t, got.LoopState)
+		})
+	}
+}

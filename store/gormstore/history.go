@@ -8,6 +8,11 @@ import (
 
 // InsertHistory implements store.Tx.
 func (s *Store) InsertHistory(ctx context.Context, entries []store.HistoryEntry) error {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	ms := make([]historyModel, len(entries))
 	for i, e := range entries {
 		if err := requireTime("insert history: at", e.At); err != nil {

@@ -11,6 +11,11 @@ import (
 // InsertInboxMessage implements store.Tx. The unique index on message_id
 // turns a second insert of a MessageID into ErrDuplicate.
 func (s *Store) InsertInboxMessage(ctx context.Context, msg store.InboxMessage) (store.InboxMessage, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return store.InboxMessage{}, err
+	}
+	defer done()
 	if msg.MessageID == "" {
 		return store.InboxMessage{}, errors.New("insert inbox message: empty MessageID")
 	}
@@ -74,6 +79,11 @@ func (s *Store) ListInbox(ctx context.Context, params store.ListInboxParams) ([]
 
 // UpdateInboxMessage implements store.Tx.
 func (s *Store) UpdateInboxMessage(ctx context.Context, params store.UpdateInboxMessageParams) error {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	db := s.db.WithContext(ctx)
 	q := db.Model(&inboxModel{}).Where("id = ?", params.ID)
 	if params.ExpectedState != "" {

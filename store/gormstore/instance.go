@@ -13,6 +13,11 @@ import (
 
 // InsertProcessInstance implements store.Tx.
 func (s *Store) InsertProcessInstance(ctx context.Context, inst store.ProcessInstance) (store.ProcessInstance, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return store.ProcessInstance{}, err
+	}
+	defer done()
 	if err := errors.Join(
 		requireTime("insert process instance: created at", inst.CreatedAt),
 		requireTime("insert process instance: updated at", inst.UpdatedAt),
@@ -57,6 +62,11 @@ func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdatePr
 // (ErrConflict) or the row does not exist (ErrNotFound), which a second
 // read tells apart.
 func (s *Store) updateVersioned(ctx context.Context, model any, what string, id, expected int64, set map[string]any) (int64, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	set["version"] = gorm.Expr("version + 1")
 	db := s.db.WithContext(ctx)
 	res := db.Model(model).Where("id = ? AND version = ?", id, expected).Updates(set)
@@ -90,6 +100,9 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 	}
 	if params.AfterID != 0 {
 		q = q.Where("id > ?", params.AfterID)
+	}
+	if params.StartKey != "" {
+		q = q.Where("start_key = ?", params.StartKey)
 	}
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
@@ -125,6 +138,11 @@ func (s *Store) CountProcessInstancesByState(ctx context.Context) (map[string]in
 
 // InsertActivityInstances implements store.Tx.
 func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.ActivityInstance) ([]store.ActivityInstance, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ms := make([]activityInstanceModel, len(insts))
 	for i, r := range insts {
 		if err := errors.Join(
@@ -167,6 +185,7 @@ func (s *Store) UpdateActivityInstance(ctx context.Context, params store.UpdateA
 		"diagnosis":  params.Diagnosis,
 		"updated_at": dbTime(params.UpdatedAt),
 		"ended_at":   dbTimePtr(params.EndedAt),
+		"loop_state": dbBytes(params.LoopState),
 	})
 }
 

@@ -37,6 +37,8 @@ const (
 	tableEvents            = "goxpdl_events"
 	tableHistory           = "goxpdl_history"
 	tableTimers            = "goxpdl_timers"
+	tableNodes             = "goxpdl_nodes"
+	tableSubscriptions     = "goxpdl_subscriptions"
 )
 
 type definitionModel struct {
@@ -63,6 +65,9 @@ type processInstanceModel struct {
 	CreatedAt        time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt        time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
 	EndedAt          *time.Time `gorm:"column:ended_at;precision:6"`
+	// StartKey is NULL when the host gave no key, so that the unique
+	// index admits any number of those.
+	StartKey *string `gorm:"column:start_key;size:255;uniqueIndex:goxpdl_process_instances_start_key"`
 }
 
 func (processInstanceModel) TableName() string { return tableProcessInstances }
@@ -80,6 +85,12 @@ type activityInstanceModel struct {
 	CreatedAt         time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt         time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
 	EndedAt           *time.Time `gorm:"column:ended_at;precision:6"`
+	// The loop columns came after the first schema: they are nullable,
+	// so that Migrate can add them to a table that has rows (SQLite
+	// cannot add a NOT NULL column without a default).
+	LoopParentID *int64 `gorm:"column:loop_parent_id"`
+	LoopIndex    *int   `gorm:"column:loop_index"`
+	LoopState    []byte `gorm:"column:loop_state"`
 }
 
 func (activityInstanceModel) TableName() string { return tableActivityInstances }
@@ -241,6 +252,50 @@ func (m timerModel) row() store.Timer {
 	}
 }
 
+// subscriptionModel is a wait for a named trigger (a signal).
+// goxpdl_subscriptions_name serves a sender's lookup of the receivers of
+// a name in ID order, goxpdl_subscriptions_instance the per instance
+// deletes.
+type subscriptionModel struct {
+	ID                 int64     `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_subscriptions_name,priority:3"`
+	Kind               string    `gorm:"column:kind;size:64;not null;index:goxpdl_subscriptions_name,priority:1"`
+	Name               string    `gorm:"column:name;size:255;not null;index:goxpdl_subscriptions_name,priority:2"`
+	ProcessInstanceID  int64     `gorm:"column:process_instance_id;not null;index:goxpdl_subscriptions_instance,priority:1"`
+	ActivityInstanceID int64     `gorm:"column:activity_instance_id;not null;index:goxpdl_subscriptions_instance,priority:2"`
+	ActivityDefID      string    `gorm:"column:activity_def_id;size:255;not null"`
+	CreatedAt          time.Time `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
+}
+
+func (subscriptionModel) TableName() string { return tableSubscriptions }
+
+func (m subscriptionModel) row() store.Subscription {
+	return store.Subscription{
+		ID: m.ID, Kind: m.Kind, Name: m.Name, ProcessInstanceID: m.ProcessInstanceID,
+		ActivityInstanceID: m.ActivityInstanceID, ActivityDefID: m.ActivityDefID, CreatedAt: rowTime(m.CreatedAt),
+	}
+}
+
+// nodeModel is an engine process registered on the database.
+type nodeModel struct {
+	ID          string    `gorm:"column:id;primaryKey;size:191"`
+	Owner       string    `gorm:"column:owner;size:191;not null"`
+	Epoch       int64     `gorm:"column:epoch;not null"`
+	Host        string    `gorm:"column:host;size:255;not null"`
+	PID         int       `gorm:"column:pid;not null"`
+	StartedAt   time.Time `gorm:"column:started_at;not null;precision:6"`
+	HeartbeatAt time.Time `gorm:"column:heartbeat_at;not null;precision:6"`
+	LeaseUntil  time.Time `gorm:"column:lease_until;not null;precision:6"`
+}
+
+func (nodeModel) TableName() string { return tableNodes }
+
+func (m nodeModel) row() store.Node {
+	return store.Node{
+		ID: m.ID, Owner: m.Owner, Epoch: m.Epoch, Host: m.Host, PID: m.PID,
+		StartedAt: rowTime(m.StartedAt), HeartbeatAt: rowTime(m.HeartbeatAt), LeaseUntil: rowTime(m.LeaseUntil),
+	}
+}
+
 // allModels lists the models Migrate creates, in dependency order.
 var allModels = []any{
 	&definitionModel{},
@@ -253,6 +308,8 @@ var allModels = []any{
 	&historyModel{},
 	&inboxModel{},
 	&timerModel{},
+	&nodeModel{},
+	&subscriptionModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through
@@ -331,6 +388,7 @@ func processInstanceFromRow(r store.ProcessInstance) processInstanceModel {
 		CreatedAt:        dbTime(r.CreatedAt),
 		UpdatedAt:        dbTime(r.UpdatedAt),
 		EndedAt:          dbTimePtr(r.EndedAt),
+		StartKey:         nullString(r.StartKey),
 	}
 }
 
@@ -348,7 +406,24 @@ func (m *processInstanceModel) row() store.ProcessInstance {
 		CreatedAt:        rowTime(m.CreatedAt),
 		UpdatedAt:        rowTime(m.UpdatedAt),
 		EndedAt:          rowTimePtr(m.EndedAt),
+		StartKey:         derefString(m.StartKey),
 	}
+}
+
+// nullString maps "" to NULL.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// derefString maps NULL to "".
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func activityInstanceFromRow(r store.ActivityInstance) activityInstanceModel {
@@ -365,10 +440,17 @@ func activityInstanceFromRow(r store.ActivityInstance) activityInstanceModel {
 		CreatedAt:         dbTime(r.CreatedAt),
 		UpdatedAt:         dbTime(r.UpdatedAt),
 		EndedAt:           dbTimePtr(r.EndedAt),
+		LoopParentID:      copyInt64Ptr(r.LoopParentID),
+		LoopIndex:         &r.LoopIndex,
+		LoopState:         dbBytes(r.LoopState),
 	}
 }
 
 func (m *activityInstanceModel) row() store.ActivityInstance {
+	loopIndex := 0
+	if m.LoopIndex != nil {
+		loopIndex = *m.LoopIndex
+	}
 	return store.ActivityInstance{
 		ID:                m.ID,
 		ProcessInstanceID: m.ProcessInstanceID,
@@ -382,6 +464,9 @@ func (m *activityInstanceModel) row() store.ActivityInstance {
 		CreatedAt:         rowTime(m.CreatedAt),
 		UpdatedAt:         rowTime(m.UpdatedAt),
 		EndedAt:           rowTimePtr(m.EndedAt),
+		LoopParentID:      copyInt64Ptr(m.LoopParentID),
+		LoopIndex:         loopIndex,
+		LoopState:         rowBytes(m.LoopState),
 	}
 }
 

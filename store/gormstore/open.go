@@ -13,6 +13,8 @@ import (
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/goxpdl/goxpdl/store"
 )
 
 // MemoryPath is the path that makes OpenSQLite open a private in-memory
@@ -66,6 +68,11 @@ func gormConfig() *gorm.Config {
 //
 // Close the database with db.DB() and Close when done.
 func OpenSQLite(path string) (*gorm.DB, error) {
+	return openSQLite(path, sqliteBusyTimeout)
+}
+
+// openSQLite is OpenSQLite with the busy timeout given.
+func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 	if path == "" {
 		return nil, errors.New("open sqlite: empty path")
 	}
@@ -73,7 +80,7 @@ func OpenSQLite(path string) (*gorm.DB, error) {
 		return nil, fmt.Errorf("open sqlite %q: want a plain file path or %q, not a URI", path, MemoryPath)
 	}
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
@@ -159,4 +166,26 @@ func closeGorm(db *gorm.DB) {
 	if sqlDB, err := db.DB(); err == nil {
 		_ = sqlDB.Close()
 	}
+}
+
+// DatabaseFile returns the file of a SQLite database ("" for an in-memory
+// one, and for MySQL): the file an engine process locks for itself.
+func (s *Store) DatabaseFile(ctx context.Context) (string, error) {
+	if s.dialect != store.DialectSQLite {
+		return "", nil
+	}
+	var rows []struct {
+		Seq  int
+		Name string
+		File string
+	}
+	if err := s.db.WithContext(ctx).Raw("PRAGMA database_list").Scan(&rows).Error; err != nil {
+		return "", wrap(err, "database file")
+	}
+	for _, r := range rows {
+		if r.Name == "main" {
+			return r.File, nil
+		}
+	}
+	return "", nil
 }

@@ -15,6 +15,11 @@ import (
 
 // InsertTimers implements store.Tx.
 func (s *Store) InsertTimers(ctx context.Context, timers []store.Timer) ([]store.Timer, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ms := make([]timerModel, len(timers))
 	for i, t := range timers {
 		if err := errors.Join(
@@ -158,18 +163,14 @@ func (s *Store) ListTimers(ctx context.Context, params store.ListTimersParams) (
 
 // DeleteTimers implements store.Tx.
 func (s *Store) DeleteTimers(ctx context.Context, params store.DeleteTimersParams) (int64, error) {
-	if params.ProcessInstanceID == 0 && len(params.IDs) == 0 {
-		return 0, errors.New("delete timers: neither a process instance nor timer ids given")
+	done, err := s.writing(ctx)
+	if err != nil {
+		return 0, err
 	}
-	q := s.db.WithContext(ctx)
-	if params.ProcessInstanceID != 0 {
-		q = q.Where("process_instance_id = ?", params.ProcessInstanceID)
-	}
-	if len(params.ActivityInstanceIDs) > 0 {
-		q = q.Where("activity_instance_id IN ?", params.ActivityInstanceIDs)
-	}
-	if len(params.IDs) > 0 {
-		q = q.Where("id IN ?", params.IDs)
+	defer done()
+	q, err := s.scoped(ctx, "timers", params.ProcessInstanceID, params.ActivityInstanceIDs, params.IDs)
+	if err != nil {
+		return 0, err
 	}
 	if len(params.States) > 0 {
 		q = q.Where("state IN ?", timerStates(params.States))
@@ -183,6 +184,11 @@ func (s *Store) DeleteTimers(ctx context.Context, params store.DeleteTimersParam
 
 // PauseTimers implements store.Tx.
 func (s *Store) PauseTimers(ctx context.Context, params store.PauseTimersParams) (int64, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	if err := requireTime("pause timers: at", params.At); err != nil {
 		return 0, err
 	}
@@ -238,4 +244,25 @@ func timerStates(states []store.TimerState) []string {
 		out[i] = string(st)
 	}
 	return out
+}
+
+// scoped starts a statement on the rows of a process instance, of some of
+// its activity instances, or with the given ids; what names the rows in
+// the error when neither an instance nor ids are given (so that a delete
+// never runs unscoped).
+func (s *Store) scoped(ctx context.Context, what string, processInstanceID int64, activityInstanceIDs, ids []int64) (*gorm.DB, error) {
+	if processInstanceID == 0 && len(ids) == 0 {
+		return nil, fmt.Errorf("delete %s: neither a process instance nor ids given", what)
+	}
+	q := s.db.WithContext(ctx)
+	if processInstanceID != 0 {
+		q = q.Where("process_instance_id = ?", processInstanceID)
+	}
+	if len(activityInstanceIDs) > 0 {
+		q = q.Where("activity_instance_id IN ?", activityInstanceIDs)
+	}
+	if len(ids) > 0 {
+		q = q.Where("id IN ?", ids)
+	}
+	return q, nil
 }

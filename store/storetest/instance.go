@@ -27,6 +27,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 			CreatedAt:        t0,
 			UpdatedAt:        at(time.Second),
 			EndedAt:          ptr(at(time.Minute)),
+			StartKey:         "order-42/approve",
 		}
 		pi, err := b.s.InsertProcessInstance(b.ctx, in)
 		require.NoError(t, err)
@@ -131,6 +132,31 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		require.Equal(t, int64(2), got.Version)
 	})
 
+	t.Run("StartKeyIsUnique", func(t *testing.T) {
+		b := h.setup(t)
+		def := newDefinition(t, b)
+		insert := func(key string) (store.ProcessInstance, error) {
+			return b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				DefinitionID: def.ID, ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0, StartKey: key,
+			})
+		}
+		first, err := insert("k1")
+		require.NoError(t, err)
+		_, err = insert("k1")
+		require.ErrorIs(t, err, store.ErrDuplicate)
+		_, err = insert("K1")
+		require.NoError(t, err, "keys are case-sensitive")
+		for range 2 {
+			_, err = insert("")
+			require.NoError(t, err, "any number of instances without a key")
+		}
+		got, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{StartKey: "k1"})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, first.ID, got[0].ID)
+		require.Equal(t, "k1", got[0].StartKey)
+	})
+
 	t.Run("ListFiltersAndPages", func(t *testing.T) {
 		b := h.setup(t)
 		d1 := newDefinition(t, b)
@@ -226,10 +252,12 @@ func (h *harness) testActivityInstances(t *testing.T) {
 			{ProcessInstanceID: pi.ID, ActivityDefID: "B", ActivitySetID: "set1", BlockInstanceID: ptr(int64(5)),
 				State: "Abnormal", Attempt: 3, Diagnosis: "application failed", CreatedAt: t0, UpdatedAt: at(time.Second), EndedAt: ptr(at(time.Hour))},
 			{ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Active", Attempt: 1, CreatedAt: at(time.Millisecond), UpdatedAt: at(time.Millisecond)},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":3}`)},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "InActive", CreatedAt: t0, UpdatedAt: t0, LoopParentID: ptr(int64(6)), LoopIndex: 2},
 		}
 		got, err := b.s.InsertActivityInstances(b.ctx, in)
 		require.NoError(t, err)
-		require.Len(t, got, 3)
+		require.Len(t, got, 5)
 		for i := range in {
 			want := in[i]
 			want.ID, want.Version = got[i].ID, 1
@@ -304,6 +332,47 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		require.Nil(t, got.EndedAt)
 		require.Empty(t, got.Diagnosis)
 		require.Equal(t, 3, got.Attempt)
+	})
+
+	t.Run("LoopStateUpdate", func(t *testing.T) {
+		// A looping activity's bookkeeping is replaced by every update
+		// (nil clears it); its instances' parent and index stay.
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, 1)
+		rows, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
+			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":2}`)},
+		})
+		require.NoError(t, err)
+		parent := rows[0]
+		rows, err = b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
+			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "InActive", CreatedAt: t0, UpdatedAt: t0, LoopParentID: &parent.ID, LoopIndex: 1},
+		})
+		require.NoError(t, err)
+		child := rows[0]
+		v, err := b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{
+			ID: parent.ID, ExpectedVersion: 1, State: "Waiting", UpdatedAt: at(time.Second), LoopState: []byte(`{"n":2,"completed":1}`),
+		})
+		require.NoError(t, err)
+		got, err := b.s.GetActivityInstance(b.ctx, parent.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"n":2,"completed":1}`, string(got.LoopState))
+		_, err = b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{
+			ID: parent.ID, ExpectedVersion: v, State: "Completed", UpdatedAt: at(2 * time.Second),
+		})
+		require.NoError(t, err)
+		got, err = b.s.GetActivityInstance(b.ctx, parent.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.LoopState)
+
+		_, err = b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{
+			ID: child.ID, ExpectedVersion: 1, State: "Completed", UpdatedAt: at(time.Second),
+		})
+		require.NoError(t, err)
+		got, err = b.s.GetActivityInstance(b.ctx, child.ID)
+		require.NoError(t, err)
+		require.Equal(t, &parent.ID, got.LoopParentID)
+		require.Equal(t, 1, got.LoopIndex)
+		require.Nil(t, got.LoopState)
 	})
 
 	t.Run("NotFound", func(t *testing.T) {

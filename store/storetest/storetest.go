@@ -40,6 +40,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Time", h.testTime)
 	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
 	t.Run("Timer", h.testTimers)
+	t.Run("Node", h.testNodes)
+	t.Run("Subscription", h.testSubscriptions)
 }
 
 type harness struct {

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// RecoveryReport says what Recover found and did.
+type RecoveryReport struct {
+	// ReapedNodes are the nodes whose lease had run out and whose work
+	// this node took over.
+	ReapedNodes []string `json:"reaped_nodes,omitempty"`
+	// ReleasedClaims counts their event claims given back to the pool.
+	ReleasedClaims int64 `json:"released_claims"`
+	// PendingEvents counts the unprocessed events available now: the
+	// work the engine resumes with.
+	PendingEvents int64 `json:"pending_events"`
+	// WaitingEvents counts unprocessed events due later (retries after a
+	// backoff).
+	WaitingEvents int64 `json:"waiting_events"`
+	// OverdueTimers says whether timers had fallen due and not fired yet
+	// when the report was made. The timer service fires overdue timers as
+	// soon as the engine starts, so a resume may find them already fired.
+	OverdueTimers bool `json:"overdue_timers"`
+}
+
+// Recover is the explicit recovery command (the console's and `goxpdl
+// resume`'s): it takes over the nodes whose lease ran out, without
+// waiting for the next renewal, and wakes the outbox poller and the timer
+// service, so that the events written but not processed and the timers
+// that fell due are processed now. Start does the same for the node's own
+// previous run.
+//
+// Nothing else needs re-sending: every step writes the events that move
+// its instance on in the transaction that reaches the recoverable point
+// (the outbox), so an instance at a recoverable point that can move on has
+// an unprocessed event, and Recover makes it claimable. The engine must
+// be started.
+func (e *Engine) Recover(ctx context.Context) (RecoveryReport, error) {
+	if e.state.Load() != 1 {
+		return RecoveryReport{}, fmt.Errorf("%w: Recover needs a started engine", ErrNotRunning)
+	}
+	var rep RecoveryReport
+	var err error
+	if e.membership != nil { // nil on a private in-memory database
+		if rep.ReapedNodes, rep.ReleasedClaims, err = e.membership.Reap(ctx); err != nil {
+			return rep, err
+		}
+	}
+	now := e.now()
+	if rep.PendingEvents, rep.WaitingEvents, err = e.store.CountUnprocessedEvents(ctx, now); err != nil {
+		return rep, err
+	}
+	due, ok, err := e.store.NextTimerDue(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.OverdueTimers = ok && !due.After(now)
+	e.bus.Nudge()
+	e.timers.Armed(now)
+	return rep, nil
+}
+
+// WaitQuiet returns when nothing is left to do now: no unprocessed event
+// is available, no timer is due, and the scheduler is idle (or ctx ends).
+// Unlike WaitIdle it looks at the database, so it also waits for events
+// of other nodes and host transactions. Work waiting for people, for a
+// later timer or for a retry's backoff does not count.
+func (e *Engine) WaitQuiet(ctx context.Context) error {
+	for {
+		if err := e.sched.WaitIdle(ctx); err != nil {
+			return err
+		}
+		now := e.now()
+		available, _, err := e.store.CountUnprocessedEvents(ctx, now)
+		if err != nil {
+			return err
+		}
+		due, ok, err := e.store.NextTimerDue(ctx)
+		if err != nil {
+			return err
+		}
+		if available == 0 && (!ok || due.After(now)) {
+			return nil
+		}
+		e.bus.Nudge()
+		if ok && !due.After(now) {
+			e.timers.Armed(now)
+		}
+		t := e.clock.NewTimer(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}

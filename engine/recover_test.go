@@ -1,0 +1,127 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/dbtest"
+	"github.com/goxpdl/goxpdl/timer"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
+)
+
+// leaveAsKilled writes what a node killed in the middle of its work leaves
+// behind: its registration with a lease still running, and a terminate
+// request for instance id that it had claimed for an hour.
+func leaveAsKilled(t *testing.T, st store.Store, node, owner string, id int64, now time.Time) {
+	t.Helper()
+	_, _, err := st.RegisterNode(t.Context(), store.RegisterNodeParams{ID: node, Owner: owner, Now: now, LeaseUntil: now.Add(3 * time.Second)})
+	require.NoError(t, err)
+	until := now.Add(time.Hour)
+	_, err = st.InsertEvents(t.Context(), []store.Event{{
+		EventID: owner + "-terminate", ProcessInstanceID: id, Kind: string(wftype.EventTerminateRequested), Critical: true,
+		CreatedAt: now, AvailableAt: now, ClaimedBy: owner, ClaimedUntil: &until,
+	}})
+	require.NoError(t, err)
+}
+
+func TestRecoveryTakesOverTheWorkOfKilledNodes(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clock := timer.NewFake(epoch)
+		node := func(id string) func(*engine.Config) {
+			// An hour: the renewer (every 20 min) stays out of the way; Recover reaps.
+			return func(c *engine.Config) { c.Clock, c.NodeID, c.NodeLease = clock, id, time.Hour }
+		}
+		first := newHarness(t, db, node("n1")).start()
+		first.deploy(deadlineXPDL("", ""))
+		a := first.startProcess("deadlines", "approval", nil)
+		b := first.startProcess("deadlines", "approval", nil)
+		first.item(a, "Approve")
+		first.item(b, "Approve")
+		require.NoError(t, first.e.Stop(t.Context()))
+
+		// n1 is killed while it holds a's terminate request; it restarts
+		// under the same NodeID: the request is processed at once, not
+		// after the hour of its claim (the fake clock does not move).
+		leaveAsKilled(t, first.e.Store(), "n1", "n1#killed", a, clock.Now())
+		again := newHarness(t, db, node("n1")).start()
+		again.awaitFinal(a)
+		again.requireState(a, wftype.ProcessTerminated)
+
+		// Node n2 dies holding b's terminate request; n1 takes it over once
+		// n2's lease has run out.
+		leaveAsKilled(t, again.e.Store(), "n2", "n2#killed", b, clock.Now())
+		rep, err := again.e.Recover(t.Context())
+		require.NoError(t, err)
+		require.Empty(t, rep.ReapedNodes, "n2's lease still runs")
+		require.Equal(t, int64(1), rep.PendingEvents)
+		again.requireState(b, wftype.ProcessRunning)
+
+		clock.Advance(4 * time.Second)
+		rep, err = again.e.Recover(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, []string{"n2"}, rep.ReapedNodes)
+		require.Equal(t, int64(1), rep.ReleasedClaims)
+		again.awaitFinal(b)
+		again.requireState(b, wftype.ProcessTerminated)
+		require.NoError(t, again.e.WaitQuiet(t.Context()))
+		rep, err = again.e.Recover(t.Context())
+		require.NoError(t, err)
+		require.Zero(t, rep.PendingEvents)
+	})
+}
+
+// An activity whose event comes again (its earlier attempt failed after
+// the call: here a retryable error stands for a crash before the commit)
+// calls its applications again with the same key, unless an application
+// is declared Retryable="false": then it goes Abnormal uncalled.
+func TestRedeliveredCallsRespectRetryable(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db)
+		keys := map[string][]string{}
+		var mu sync.Mutex
+		failFirst := func(_ context.Context, c *engine.Call) (map[string]any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			keys[c.Application] = append(keys[c.Application], c.IdempotencyKey)
+			if len(keys[c.Application]) == 1 {
+				return nil, engine.Retryable(errors.New("the commit after the call failed"))
+			}
+			return nil, nil
+		}
+		h.e.RegisterApplication("again", failFirst)
+		h.e.RegisterApplication("once", failFirst)
+		rec := record(h)
+		h.start()
+		src := xpdltest.PackageWith(`<Applications>
+  <Application Id="again"/>
+  <Application Id="once"><ExtendedAttributes><ExtendedAttribute Name="Retryable" Value="false"/></ExtendedAttributes></Application>
+</Applications>`, xpdltest.Process("p", "", tool("A", "again")+tool("O", "once"), xpdltest.Transition("t1", "A>O")))
+		h.deploy(src)
+		id := h.startProcess("pkg", "", nil)
+		rec.await(t, id, engine.RecordActivityAbnormal, 1)
+		h.idle()
+
+		require.Len(t, keys["again"], 2, "called again after the failed attempt")
+		require.Equal(t, keys["again"][0], keys["again"][1], "with the same idempotency key")
+		require.Len(t, keys["once"], 1, "not called again")
+		acts, err := h.e.Activities(h.ctx, id)
+		require.NoError(t, err)
+		for _, a := range acts {
+			if a.ActivityDefID == "O" {
+				require.Equal(t, string(wftype.ActivityAbnormal), a.State)
+				require.Contains(t, a.Diagnosis, "Retryable=false")
+			}
+		}
+	})
+}

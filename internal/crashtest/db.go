@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store/gormstore"
+)
+
+// The forms of a database name on the nodes' command line.
+const (
+	sqlitePrefix = "sqlite:"
+	mysqlPrefix  = "mysql://"
+)
+
+// openDB opens "sqlite:PATH" or "mysql://DSN".
+func openDB(dsn string) (*gorm.DB, error) {
+	switch {
+	case strings.HasPrefix(dsn, sqlitePrefix) && len(dsn) > len(sqlitePrefix):
+		return gormstore.OpenSQLite(strings.TrimPrefix(dsn, sqlitePrefix))
+	case strings.HasPrefix(dsn, mysqlPrefix):
+		return gormstore.OpenMySQL(strings.TrimPrefix(dsn, mysqlPrefix))
+	}
+	return nil, fmt.Errorf("database %q: want sqlite:PATH or mysql://DSN", redact(dsn))
+}
+
+// closeDB closes db's pool; there is nothing to do about a failure.
+func closeDB(db *gorm.DB) {
+	if db == nil {
+		return
+	}
+	if sqlDB, err := db.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+}
+
+// redact drops the password from a DSN, for logs and reports.
+func redact(dsn string) string {
+	scheme := ""
+	if strings.HasPrefix(dsn, mysqlPrefix) {
+		scheme, dsn = mysqlPrefix, strings.TrimPrefix(dsn, mysqlPrefix)
+	}
+	at := strings.LastIndex(dsn, "@")
+	if at < 0 {
+		return scheme + dsn
+	}
+	user, _, _ := strings.Cut(dsn[:at], ":")
+	return scheme + user + "@" + dsn[at+1:]
+}
+
+// databases are the two databases of a run, as the nodes name them: the
+// engine's, and the application-call journal's.
+type databases struct {
+	engine, journal string
+	// about describes them for the report, without a password.
+	about string
+}
+
+// prepareDatabases makes empty databases for the scenario: SQLite files
+// in workDir, or a fresh MySQL database.
+func prepareDatabases(ctx context.Context, cfg config, workDir string) (databases, error) {
+	if cfg.scenario == scenarioSQLite {
+		engineDB := filepath.Join(workDir, "engine.db")
+		return databases{
+			engine:  sqlitePrefix + engineDB,
+			journal: sqlitePrefix + filepath.Join(workDir, "journal.db"),
+			about:   "sqlite:" + engineDB,
+		}, nil
+	}
+	dsn, err := freshMySQL(ctx, strings.TrimPrefix(cfg.db, mysqlPrefix), cfg.scenario)
+	if err != nil {
+		return databases{}, err
+	}
+	return databases{engine: mysqlPrefix + dsn, journal: mysqlPrefix + dsn, about: redact(mysqlPrefix + dsn)}, nil
+}
+
+// freshMySQL returns the DSN of an empty database for scenario: a new
+// database named after the DSN's with "_ct_" and the scenario appended
+// (dropped first when it exists), or, when the user may not create
+// databases, the DSN's own database with its goxpdl_* and crash_* tables
+// dropped.
+func freshMySQL(ctx context.Context, dsn, scenario string) (string, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("mysql dsn: %w", err)
+	}
+	base := cfg.DBName
+	if base == "" {
+		base = "goxpdl"
+	}
+	name := base + "_ct_" + strings.ReplaceAll(scenario, "-", "_")
+	server := cfg.Clone()
+	server.DBName = ""
+	conn, err := sql.Open("mysql", server.FormatDSN())
+	if err != nil {
+		return "", fmt.Errorf("mysql %s: %w", cfg.Addr, err)
+	}
+	defer func() { _ = conn.Close() }()
+	_, err = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`")
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "CREATE DATABASE `"+name+"`")
+	}
+	if err == nil {
+		cfg.DBName = name
+		return cfg.FormatDSN(), nil
+	}
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || (myErr.Number != 1044 && myErr.Number != 1045) { // access denied
+		return "", fmt.Errorf("mysql %s: create database %s: %w", cfg.Addr, name, err)
+	}
+	if cfg.DBName == "" {
+		return "", fmt.Errorf("mysql %s: may not create database %s, and the DSN names none to use instead: %w", cfg.Addr, name, err)
+	}
+	if err := dropTables(ctx, dsn); err != nil {
+		return "", err
+	}
+	return dsn, nil
+}
+
+// dropTables drops the goxpdl_* and crash_* tables of dsn's database.
+func dropTables(ctx context.Context, dsn string) error {
+	conn, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	defer func() { _ = conn.Close() }()
+	rows, err := conn.QueryContext(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = DATABASE() AND (table_name LIKE 'goxpdl\_%' OR table_name LIKE 'crash\_%')`)
+	if err != nil {
+		return fmt.Errorf("mysql: list tables: %w", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("mysql: list tables: %w", err)
+		}
+		tables = append(tables, "`"+t+"`")
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("mysql: list tables: %w", err)
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, "DROP TABLE "+strings.Join(tables, ", ")); err != nil {
+		return fmt.Errorf("mysql: drop %s: %w", strings.Join(tables, ", "), err)
+	}
+	return nil
+}
