@@ -259,7 +259,7 @@ func New(cfg Config) (*Engine, error) {
 	if st.Capabilities().Dialect == store.DialectMySQL {
 		lanes = mysqlCommitLanes
 	}
-	e.commits = newGroupCommitter(st, lanes, maxCommitGroup)
+	e.commits = newGroupCommitter(st, lanes, maxCommitGroup, cfg.Clock, cfg.Logger)
 	e.sched, err = scheduler.New(scheduler.Config{
 		Handler:         e.handle,
 		CriticalWorkers: cfg.CriticalWorkers,

@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/timer"
 )
 
 // txBody is the work of one engine transaction.
@@ -37,6 +40,11 @@ type groupCommitter struct {
 	store    *gormstore.Store
 	maxGroup int
 	lanes    []*commitLane
+	// clock and log report a group whose transaction took longer than
+	// slowCommit: a disk that stalls on fsync, a lock held too long, or
+	// an application call that hangs inside the transaction.
+	clock timer.Clock
+	log   *slog.Logger
 	next     atomic.Uint64 // round-robin lane choice
 
 	groups  atomic.Uint64 // database transactions committed or rolled back
@@ -57,8 +65,12 @@ type commitRequest struct {
 	err  error
 }
 
-func newGroupCommitter(st *gormstore.Store, lanes, maxGroup int) *groupCommitter {
-	g := &groupCommitter{store: st, maxGroup: maxGroup}
+// slowCommit is how long a group's transaction may take before the
+// committer logs a warning.
+const slowCommit = 2 * time.Second
+
+func newGroupCommitter(st *gormstore.Store, lanes, maxGroup int, clock timer.Clock, log *slog.Logger) *groupCommitter {
+	g := &groupCommitter{store: st, maxGroup: maxGroup, clock: clock, log: log}
 	for range lanes {
 		l := &commitLane{}
 		l.cond = sync.NewCond(&l.mu)
@@ -106,6 +118,12 @@ func (g *groupCommitter) do(ctx context.Context, body txBody) error {
 func (g *groupCommitter) run(group []*commitRequest) {
 	g.groups.Add(1)
 	g.members.Add(uint64(len(group)))
+	began := g.clock.Now()
+	defer func() {
+		if took := g.clock.Now().Sub(began); took > slowCommit {
+			g.log.Warn("slow engine transaction", "members", len(group), "took", took.Round(time.Millisecond))
+		}
+	}()
 	if len(group) == 1 {
 		r := group[0]
 		r.err = g.store.InTx(r.ctx, func(ctx context.Context, tx store.Tx) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
@@ -33,7 +34,7 @@ func newScratchCommitter(t *testing.T, db *gorm.DB) *groupCommitter {
 	require.NoError(t, db.AutoMigrate(&scratch{}))
 	st, err := gormstore.New(db)
 	require.NoError(t, err)
-	return newGroupCommitter(st, 1, maxCommitGroup)
+	return newGroupCommitter(st, 1, maxCommitGroup, timer.Real(), slog.New(slog.DiscardHandler))
 }
 
 func insertScratch(key string) txBody {

@@ -138,3 +138,23 @@ func (c *child) exitStatus() string {
 	}
 	return c.waitErr.Error()
 }
+
+// dumpStacks sends SIGQUIT, on which the Go runtime writes every
+// goroutine's stack to the node's log and exits, and waits up to timeout
+// for the process to end (then kills it). It reports whether the node
+// was running.
+func (c *child) dumpStacks(timeout time.Duration) bool {
+	if c.exited() {
+		return false
+	}
+	c.killed = true // it ends on a signal of ours, not by itself
+	_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+	t := clock.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C():
+		c.kill()
+	}
+	return true
+}

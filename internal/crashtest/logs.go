@@ -152,3 +152,78 @@ func scanLines(path string, fn func(line string)) error {
 	}
 	return nil
 }
+
+// goroutineHeader matches the first line of a goroutine in a Go
+// traceback: "goroutine 42 [chan receive, 2 minutes]:", or with
+// GOTRACEBACK=system and on SIGQUIT "goroutine 42 gp=0x... m=nil [...]:".
+var goroutineHeader = regexp.MustCompile(`^goroutine \d+ (?:[^\[]*)\[([^\]]*)\]:$`)
+
+// maxStackGroups bounds how many groups summarizeStacks returns.
+const maxStackGroups = 12
+
+// summarizeStacks reads the goroutine dump the Go runtime wrote to the
+// log at path (after SIGQUIT) and groups the goroutines by what they
+// wait for: the wait reason, the innermost frame outside the runtime, and
+// the innermost frame of goxpdl's own code. Most frequent first.
+func summarizeStacks(path string) ([]string, error) {
+	type group struct {
+		key   string
+		count int
+	}
+	counts := make(map[string]*group)
+	var state, top, own string
+	inStack := false
+	flush := func() {
+		if !inStack || own == "" {
+			return // a runtime or library goroutine: no goxpdl frame
+		}
+		key := fmt.Sprintf("[%s] %s <- %s", state, top, own)
+		if counts[key] == nil {
+			counts[key] = &group{key: key}
+		}
+		counts[key].count++
+	}
+	err := scanLines(path, func(line string) {
+		if m := goroutineHeader.FindStringSubmatch(line); m != nil {
+			flush()
+			inStack, top, own = true, "", ""
+			state, _, _ = strings.Cut(m[1], ",")
+			return
+		}
+		if !inStack || line == "" || strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "created by ") {
+			return
+		}
+		frame := line // "pkg.(*T).Method(0x1, ...)": drop the arguments
+		if i := strings.LastIndex(line, "("); i > 0 {
+			frame = line[:i]
+		}
+		if top == "" && !strings.HasPrefix(frame, "runtime.") && !strings.HasPrefix(frame, "internal/") {
+			top = frame
+		}
+		if own == "" && (strings.HasPrefix(frame, "github.com/goxpdl/goxpdl/") || strings.HasPrefix(frame, "main.")) {
+			own = strings.TrimPrefix(frame, "github.com/goxpdl/goxpdl/")
+		}
+	})
+	flush()
+	if err != nil {
+		return nil, err
+	}
+	groups := make([]*group, 0, len(counts))
+	for _, g := range counts {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		if groups[i].count != groups[j].count {
+			return groups[i].count > groups[j].count
+		}
+		return groups[i].key < groups[j].key
+	})
+	out := make([]string, 0, min(len(groups), maxStackGroups))
+	for i, g := range groups {
+		if i == maxStackGroups {
+			break
+		}
+		out = append(out, fmt.Sprintf("%d× %s", g.count, g.key))
+	}
+	return out, nil
+}

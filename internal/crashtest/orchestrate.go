@@ -108,6 +108,7 @@ func runScenario(ctx context.Context, cfg config, log *slog.Logger) (*Report, er
 		rep: &Report{
 			Scenario: cfg.scenario, Database: dbs.about, WorkDir: work, Seed: seed, Nodes: cfg.nodes,
 			Instances: cfg.instances, Failures: []string{}, Source: sourceState(ctx),
+			MachineBefore: readMachine(work),
 		},
 		live: make(map[string]*child), runs: make(map[string]int), watchers: make(map[*child]runWatch),
 		pending: make(map[string]int),
@@ -131,6 +132,7 @@ func runScenario(ctx context.Context, cfg config, log *slog.Logger) (*Report, er
 	if err != nil {
 		return nil, err
 	}
+	o.rep.MachineAfter = readMachine(work)
 	log.Info("verifying")
 	if o.rep.Verification, err = verify(ctx, db, jdb, l, cfg.instances); err != nil {
 		return nil, err
@@ -464,6 +466,7 @@ func (o *orchestra) final(ctx context.Context) error {
 		if clock.Now().After(deadline) {
 			o.failure("the final run did not finish the load within %v: %d roots of %d, %d instances unfinished, %d events unprocessed",
 				o.cfg.final, s.Roots, o.cfg.instances, s.Unfinished, s.Unprocessed)
+			o.dumpStacks(ctx)
 			break
 		}
 		if err := o.wait(ctx, statusPoll); err != nil {
@@ -474,6 +477,31 @@ func (o *orchestra) final(ctx context.Context) error {
 	o.rep.Final.Status = s
 	o.log.Info("final run over", "idle", o.rep.Final.ReachedIdle, "after", clock.Now().Sub(began).Round(time.Millisecond))
 	return nil
+}
+
+// stackDumpTimeout bounds the wait for a node to write its goroutine dump
+// and exit.
+const stackDumpTimeout = 10 * time.Second
+
+// dumpStacks makes every live node write its goroutines' stacks to its
+// log and exit (SIGQUIT), and puts a summary of what they were waiting
+// for in the report: a load that does not finish is a hang or a
+// slowdown, and the stacks tell which.
+func (o *orchestra) dumpStacks(ctx context.Context) {
+	for _, id := range sortedKeys(o.live) {
+		c := o.live[id]
+		if !c.dumpStacks(stackDumpTimeout) {
+			continue
+		}
+		o.end(ctx, c, "stopped with a goroutine dump (SIGQUIT)")
+		delete(o.live, id)
+		groups, err := summarizeStacks(c.logPath)
+		if err != nil {
+			o.log.Warn("cannot read the goroutine dump", "log", c.logPath, "err", err)
+			continue
+		}
+		o.rep.Stacks = append(o.rep.Stacks, stackDump{Node: c.id, Run: c.run, Log: c.logPath, Groups: groups})
+	}
 }
 
 // stopAll stops every live node gracefully.

@@ -55,6 +55,13 @@ type Report struct {
 	Failures []string     `json:"failures"`
 	Notes    []string     `json:"notes,omitempty"`
 	NodeLogs []logSummary `json:"node_logs"`
+	// MachineBefore and MachineAfter are the machine's load and free disk
+	// before the load and after the final run.
+	MachineBefore machineState `json:"machine_before"`
+	MachineAfter  machineState `json:"machine_after"`
+	// Stacks summarise the goroutine dumps of the nodes that were still
+	// running when the final run timed out.
+	Stacks []stackDump `json:"stacks,omitempty"`
 	// NodeCounters totals the engine's and the driver's counters of the
 	// runs that were stopped (NodeCounterRuns of them); killed runs
 	// cannot report theirs.
@@ -195,12 +202,22 @@ func (r *Report) writeJSON(w io.Writer) error {
 // maxLogLines bounds the node-log summary of the text report.
 const maxLogLines = 15
 
+// stackDump is the summary of one node's goroutine dump: groups of
+// goroutines waiting in the same place, most frequent first.
+type stackDump struct {
+	Node   string   `json:"node"`
+	Run    int      `json:"run"`
+	Log    string   `json:"log"`
+	Groups []string `json:"groups"`
+}
+
 func (r *Report) writeText(w io.Writer) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	v := r.Verification
 	p("crash test %s on %s: %d node(s), seed %d, %.1fs\n", r.Scenario, r.Database, r.Nodes, r.Seed, r.ElapsedS)
 	p("  source                  %s\n", r.Source)
+	p("  machine                 before: %s; after: %s\n", r.MachineBefore.text(), r.MachineAfter.text())
 	p("  instances               %d asked for; %d roots, %d instances, %d Completed\n", r.Instances, v.Roots, v.Instances, v.Completed)
 	p("  kills                   %d (%d survived)\n", r.Kills, r.KillsSurvived)
 	if r.Scenario == scenarioMySQLRestart {
@@ -227,6 +244,30 @@ func (r *Report) writeText(w io.Writer) error {
 	}
 	p("  final run               %s after %.1fs (roots %d, unfinished %d, unprocessed events %d)\n",
 		idle, r.Final.DurationMS/1000, r.Final.Status.Roots, r.Final.Status.Unfinished, r.Final.Status.Unprocessed)
+	// What explains a failure comes before the long lists: CI shows a
+	// window of the output.
+	for _, f := range r.Failures {
+		p("FAILURE: %s\n", f)
+	}
+	for _, n := range r.Notes {
+		p("note: %s\n", n)
+	}
+	for _, d := range r.Stacks {
+		p("goroutines of %s run %d when the final run timed out (%s):\n", d.Node, d.Run, d.Log)
+		for _, g := range d.Groups {
+			p("  %s\n", g)
+		}
+	}
+	if len(r.NodeLogs) > 0 {
+		p("node logs (level, count, message; first example):\n")
+		for i, l := range r.NodeLogs {
+			if i == maxLogLines {
+				p("  ... %d more kinds of line (see the JSON report or %s)\n", len(r.NodeLogs)-i, r.WorkDir)
+				break
+			}
+			p("  %-5s %5d× %s\n        %s\n", l.Level, l.Count, l.Message, l.Example)
+		}
+	}
 	p("checks:\n")
 	for _, c := range v.Checks {
 		mark := "ok  "
@@ -253,22 +294,6 @@ func (r *Report) writeText(w io.Writer) error {
 	}
 	if len(r.NodeCounters) > 0 {
 		p("node counters of the %d run(s) stopped, not killed: %s\n", r.NodeCounterRuns, countersText(r.NodeCounters))
-	}
-	if len(r.NodeLogs) > 0 {
-		p("node logs (level, count, message; first example):\n")
-		for i, l := range r.NodeLogs {
-			if i == maxLogLines {
-				p("  ... %d more kinds of line (see the JSON report or %s)\n", len(r.NodeLogs)-i, r.WorkDir)
-				break
-			}
-			p("  %-5s %5d× %s\n        %s\n", l.Level, l.Count, l.Message, l.Example)
-		}
-	}
-	for _, n := range r.Notes {
-		p("note: %s\n", n)
-	}
-	for _, f := range r.Failures {
-		p("FAILURE: %s\n", f)
 	}
 	verdict := "PASS"
 	if !r.Passed {
