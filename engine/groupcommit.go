@@ -45,7 +45,7 @@ type groupCommitter struct {
 	// an application call that hangs inside the transaction.
 	clock timer.Clock
 	log   *slog.Logger
-	next     atomic.Uint64 // round-robin lane choice
+	next  atomic.Uint64 // round-robin lane choice
 
 	groups  atomic.Uint64 // database transactions committed or rolled back
 	members atomic.Uint64 // engine transactions run in them
