@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"gorm.io/gorm"
@@ -195,6 +197,52 @@ func (e *Engine) javaScriptAgent(ctx context.Context, call *Call) (map[string]an
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("application %s: JavaScript tool agent without a Script extended attribute", call.Application)
 	}
+	return e.runScript(ctx, call, src)
+}
+
+// RegisterScriptAgent binds a ToolAgentClass (as RegisterToolAgent does)
+// to a JavaScript body: the call's parameters are its variables, and
+// what it assigns to them is handed back, the OUT and INOUT parameters
+// of an application with formal parameters, and for a hook (which gets
+// every variable of the instance) the variables whose values it changed.
+// An empty body does nothing. It is how a host or the CLI ("goxpdl run
+// --hook CLASS=JS") plays a vendor's Java class without writing Go.
+func (e *Engine) RegisterScriptAgent(class, src string) {
+	e.RegisterToolAgent(class, func(ctx context.Context, call *Call) (map[string]any, error) {
+		if strings.TrimSpace(src) == "" {
+			return nil, nil
+		}
+		return e.runScript(ctx, call, src)
+	})
+}
+
+// sameValue reports whether a script left a variable as it was: equal
+// values, numbers compared by value (JavaScript has one number type, so a
+// FLOAT 2.0 comes back as the integer 2).
+func sameValue(after, before any) bool {
+	if reflect.DeepEqual(after, before) {
+		return true
+	}
+	a, aok := asFloat(after)
+	b, bok := asFloat(before)
+	return aok && bok && a == b
+}
+
+func asFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}
+
+// runScript runs src with the call's parameters as variables and returns
+// what the call hands back: see RegisterScriptAgent.
+func (e *Engine) runScript(ctx context.Context, call *Call, src string) (map[string]any, error) {
 	vars := make(map[string]any, len(call.Params))
 	for k, v := range call.Params {
 		vars[k] = v
@@ -203,9 +251,17 @@ func (e *Engine) javaScriptAgent(ctx context.Context, call *Call) (map[string]an
 	defer cancel()
 	out, err := e.eval.Exec(ctx, src, vars)
 	if err != nil {
-		return nil, fmt.Errorf("application %s: %w", call.Application, err)
+		return nil, fmt.Errorf("application %s: %w", cmp.Or(call.Application, call.Hook), err)
 	}
 	res := make(map[string]any)
+	if len(call.Formal) == 0 {
+		for name, v := range out {
+			if !sameValue(v, call.Params[name]) {
+				res[name] = v
+			}
+		}
+		return res, nil
+	}
 	for _, fp := range call.Formal {
 		if fp.Mode == xpdl.ModeOut || fp.Mode == xpdl.ModeInOut {
 			res[fp.ID] = out[fp.ID]

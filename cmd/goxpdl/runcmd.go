@@ -38,6 +38,12 @@ Flags (before the file):
 	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
 	--set NAME=VALUE    initial value of a data field (repeatable); the value
 	                    is parsed by the field's type
+	--hook CLASS=JS     run JavaScript for a tool-agent or hook class
+	                    (repeatable): the call's parameters, or for a
+	                    Bonita hook every variable, are its variables, and
+	                    what it assigns is handed back; an empty script
+	                    does nothing. For files whose vendor classes
+	                    decide a loop, e.g. --hook IncrementHook='counter++'
 	--workitems auto|none  auto (default): complete each work item as soon
 	                    as it is offered, as the first user (by id) who may
 	                    take it, or "auto" when the organisation names
@@ -64,7 +70,7 @@ Exit status:
 	   or cannot progress (for example open work items with --workitems none)
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--workitems auto|none] [--org FILE] [--trace jsonl] FILE
+const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--trace jsonl] FILE
 Run "goxpdl help run" for details.
 `
 
@@ -89,19 +95,35 @@ func (s setFlags) Set(v string) error {
 	return nil
 }
 
+// hookFlags collects repeated --hook CLASS=SCRIPT flags.
+type hookFlags map[string]string
+
+func (h hookFlags) String() string { return fmt.Sprint(map[string]string(h)) }
+
+func (h hookFlags) Set(v string) error {
+	class, src, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(class) == "" {
+		return fmt.Errorf("want CLASS=SCRIPT, got %q", v)
+	}
+	h[strings.TrimSpace(class)] = src
+	return nil
+}
+
 type runOptions struct {
 	file, process, db, workitems, trace, org string
 	sets                                     setFlags
+	hooks                                    hookFlags
 }
 
 func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	opts := runOptions{sets: setFlags{}}
+	opts := runOptions{sets: setFlags{}, hooks: hookFlags{}}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printErr(stderr, "%s", runShortUsage) }
 	fs.StringVar(&opts.process, "process", "", "WorkflowProcess id")
 	fs.StringVar(&opts.db, "db", "", "database")
 	fs.Var(opts.sets, "set", "NAME=VALUE")
+	fs.Var(opts.hooks, "hook", "CLASS=SCRIPT")
 	fs.StringVar(&opts.workitems, "workitems", "auto", "auto|none")
 	fs.StringVar(&opts.trace, "trace", "", "jsonl")
 	fs.StringVar(&opts.org, "org", "", "organisation file")
@@ -179,6 +201,9 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 	if err != nil {
 		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
+	}
+	for class, src := range opts.hooks {
+		e.RegisterScriptAgent(class, src)
 	}
 	tw := &traceWriter{w: stdout}
 	if opts.trace == "jsonl" {

@@ -110,7 +110,7 @@ func corpusRun(ctx context.Context, cfg config, stderr io.Writer) error {
 		for _, p := range f.Processes {
 			r := result{File: f, Process: p, Subflow: called[subflowKey{f.Dir, p}]}
 			if o, ok := overrideFor(f.Rel(), p); ok {
-				r.Sets = o.Sets
+				r.Override = &o
 			}
 			results = append(results, r)
 		}
@@ -125,7 +125,7 @@ func corpusRun(ctx context.Context, cfg config, stderr io.Writer) error {
 	parallel(cfg.workers, len(todo), func(k int) {
 		r := &results[todo[k]]
 		r.Outcome, r.Activities, r.Why = run(ctx, runOpts{
-			goxpdl: cfg.goxpdl, path: r.File.Path, process: r.Process, sets: r.Sets, timeout: cfg.timeout,
+			goxpdl: cfg.goxpdl, path: r.File.Path, process: r.Process, args: r.Override.args(), timeout: cfg.timeout,
 		})
 		progress.done(r.File.Rel()+" "+r.Process, string(r.Outcome))
 	})

@@ -1,17 +1,62 @@
 package main
 
 // override gives a process of the corpus initial data other than its
-// file's, where the file's data would make "run --workitems auto" loop
-// forever: a person working the items would change the data, auto
-// completion does not.
+// file's, or plays the vendor classes its loop depends on, where the file
+// as it is would make "run --workitems auto" loop forever: a person
+// working the items would change the data, auto completion does not; a
+// Bonita hook class (Java) would change it, goxpdl cannot run Java.
 type override struct {
 	// File is the path inside the corpus, Process the WorkflowProcess id.
 	File, Process string
 	// Sets are the --set NAME=VALUE arguments.
 	Sets []string
+	// Hooks are the --hook CLASS=SCRIPT arguments.
+	Hooks []string
 	// Reason is shown in the report.
 	Reason string
 }
+
+// args returns the override's arguments of goxpdl run; none for nil.
+func (o *override) args() []string {
+	if o == nil {
+		return nil
+	}
+	var args []string
+	for _, s := range o.Sets {
+		args = append(args, "--set", s)
+	}
+	for _, h := range o.Hooks {
+		args = append(args, "--hook", h)
+	}
+	return args
+}
+
+// display returns the override's arguments as the report shows them;
+// none for nil.
+func (o *override) display() []string {
+	if o == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range o.Sets {
+		out = append(out, "--set "+s)
+	}
+	for _, h := range o.Hooks {
+		out = append(out, "--hook "+h)
+	}
+	return out
+}
+
+// Bonita's test hooks, played in JavaScript (engine/cycles_test.go plays
+// the same in Go): the variable updates with which their tests leave a
+// cycle.
+var (
+	bonitaIncrement = []string{"org.ow2.bonita.async.IncrementHook=counter = counter + 1", "org.ow2.bonita.async.NoOpHook="}
+	bonitaTerminate = []string{
+		`org.ow2.bonita.integration.cycle.HookBeforeTerminateUpdateVariable=cont = "deux"`,
+		`org.ow2.bonita.integration.cycle.HookBeforeTerminateUpdateVariable2=cont2 = "deux"`,
+	}
+)
 
 // overrides is the corpus run's whole table. An entry that names no
 // process of the corpus is an error, so the table cannot go stale.
@@ -29,6 +74,30 @@ var overrides = []override{
 		Process: "WfSP1_Arbitrary_Cycles",
 		Sets:    []string{"whereToGo=E"},
 		Reason:  `as in xpdl1: the initial value "B" loops C→B forever; a person working C would change whereToGo`,
+	},
+	{
+		File: "xpdl1/bonita-simpleCycle.xpdl", Process: "simpleCycle", Hooks: bonitaTerminate[:1],
+		Reason: "Bonita's test leaves the cycle when its hook class HookBeforeTerminateUpdateVariable sets cont; played in JavaScript",
+	},
+	{
+		File: "xpdl1/bonita-nestedCycle.xpdl", Process: "nestedCycle", Hooks: bonitaTerminate,
+		Reason: "both cycles end when the hook classes HookBeforeTerminateUpdateVariable(2) set cont and cont2; played in JavaScript",
+	},
+	{
+		File: "xpdl1/bonita-arbitraryCycle.xpdl", Process: "arbitraryCycle", Hooks: bonitaTerminate,
+		Reason: "the cycles end when the hook classes HookBeforeTerminateUpdateVariable(2) set cont and cont2; played in JavaScript",
+	},
+	{
+		File: "xpdl1/bonita-asyncCycle.xpdl", Process: "asyncCycle", Hooks: bonitaIncrement,
+		Reason: "the cycle counts its rounds with the hook class IncrementHook; played in JavaScript",
+	},
+	{
+		File: "xpdl1/bonita-asyncSplitCycleJoinAnd.xpdl", Process: "asyncSplitCycle", Hooks: bonitaIncrement,
+		Reason: "the cycle counts its rounds with the hook class IncrementHook; played in JavaScript",
+	},
+	{
+		File: "xpdl1/bonita-asyncJoinXorCycle.xpdl", Process: "asyncJoinXorCycle", Hooks: bonitaIncrement,
+		Reason: "the cycle counts its rounds with the hook class IncrementHook; played in JavaScript (the run still needs C marked Reentrant=\"false\", Bonita's XOR-join semantics, which a flag cannot add: engine/cycles_test.go runs it so)",
 	},
 }
 

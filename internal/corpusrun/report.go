@@ -36,7 +36,7 @@ func count(results []result, nfiles int) totals {
 		if r.Subflow {
 			t.subflows++
 		}
-		if len(r.Sets) > 0 {
+		if r.Override != nil {
 			t.override++
 		}
 		switch r.Outcome {
@@ -82,8 +82,9 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 	p("3. *activities* counts the `activity.started` records of the trace, subflow instances' included (— where the run was killed or not started).\n")
 	p("4. A process marked *(subflow)* is called by a SubFlow activity of another process of the same corpus folder;\n")
 	p("   it is still run on its own, with its formal parameters at their defaults.\n")
-	p("5. Where a file's initial data would make an automatic run loop forever, the run gives the process other initial data\n")
-	p("   with `--set`; the table shows it, and [Overrides](#overrides) says why.\n\n")
+	p("5. Where a file as it is would make an automatic run loop forever, the run gives the process other initial data\n")
+	p("   with `--set`, or plays the vendor hook classes that end its loop with `--hook`; the table shows it, and\n")
+	p("   [Overrides](#overrides) says why.\n\n")
 
 	p("## Totals\n\n")
 	p("| | count |\n| --- | ---: |\n")
@@ -100,7 +101,7 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 	p("| — of which timed out | %d |\n", t.timeouts)
 	p("| — of which run failed (exit 1, 2 or a crash) | %d |\n", t.errors)
 	p("| processes marked (subflow) | %d (%d completed) |\n", t.subflows, t.subflowsCompleted)
-	p("| processes run with --set overrides | %d |\n", t.override)
+	p("| processes run with overrides | %d |\n", t.override)
 
 	for _, dir := range corpusDirs {
 		p("\n## %s\n\n", dir)
@@ -116,8 +117,8 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 				if r.Subflow {
 					process += " (subflow)"
 				}
-				for _, s := range r.Sets {
-					process += " " + code("--set "+s)
+				for _, a := range r.Override.display() {
+					process += " " + code(a)
 				}
 			}
 			activities := "—"
@@ -129,13 +130,13 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 	}
 
 	p("\n## Overrides\n\n")
-	p("| file | process | set | reason |\n| --- | --- | --- | --- |\n")
+	p("| file | process | arguments | reason |\n| --- | --- | --- | --- |\n")
 	for _, o := range overrides {
-		sets := make([]string, len(o.Sets))
-		for i, s := range o.Sets {
-			sets[i] = code("--set " + s)
+		args := o.display()
+		for i, a := range args {
+			args[i] = code(a)
 		}
-		p("| %s | %s | %s | %s |\n", code(o.File), code(o.Process), strings.Join(sets, " "), cell(o.Reason))
+		p("| %s | %s | %s | %s |\n", code(o.File), code(o.Process), strings.Join(args, " "), cell(o.Reason))
 	}
 
 	_, err := io.WriteString(w, b.String())

@@ -32,8 +32,9 @@ type result struct {
 	File    *corpusFile
 	Process string // empty for a file that was not run
 	Subflow bool   // another process of the folder calls it
-	Sets    []string
-	Outcome outcome
+	// Override, when not nil, changes the run (overrides.go).
+	Override *override
+	Outcome  outcome
 	// Activities counts the trace's activity.started records; it is -1
 	// when it is not known (the file was not run, or the run was killed).
 	Activities int
@@ -95,7 +96,7 @@ type runOpts struct {
 	goxpdl  string
 	path    string
 	process string
-	sets    []string
+	args    []string // more arguments of goxpdl run
 	timeout time.Duration
 }
 
@@ -105,9 +106,7 @@ func run(ctx context.Context, o runOpts) (outcome, int, string) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	args := []string{"run", "--workitems", "auto", "--process", o.process, "--trace", "jsonl"}
-	for _, s := range o.sets {
-		args = append(args, "--set", s)
-	}
+	args = append(args, o.args...)
 	args = append(args, o.path)
 	trace := &traceCounter{}
 	stderr := &tailBuffer{max: 64 << 10}

@@ -118,26 +118,30 @@ const (
 
 // config is the orchestrator's command line.
 type config struct {
-	scenario   string
-	db         string // MySQL DSN (go-sql-driver form, "mysql://" optional)
-	defs       string // folder of the XPDL load
-	instances  int
-	kills      int
-	nodes      int
-	dbRestarts int
-	seed       uint64
-	killMin    time.Duration
-	killMax    time.Duration
-	dbDown     time.Duration
-	appSleep   time.Duration
-	lease      time.Duration
-	final      time.Duration
-	takeover   time.Duration
-	workDir    string
-	dbStart    string
-	dbStop     string
-	json       bool
-	quiet      bool
+	scenario  string
+	db        string // MySQL DSN (go-sql-driver form, "mysql://" optional)
+	defs      string // folder of the XPDL load
+	instances int
+	kills     int
+	seedBatch int
+	// killWhenSeeded holds the first kill until every root instance
+	// exists: the restart then recovers the whole load in flight.
+	killWhenSeeded bool
+	nodes          int
+	dbRestarts     int
+	seed           uint64
+	killMin        time.Duration
+	killMax        time.Duration
+	dbDown         time.Duration
+	appSleep       time.Duration
+	lease          time.Duration
+	final          time.Duration
+	takeover       time.Duration
+	workDir        string
+	dbStart        string
+	dbStop         string
+	json           bool
+	quiet          bool
 }
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
@@ -153,6 +157,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fset.StringVar(&cfg.defs, "defs", "testdata/crash", "folder of the XPDL packages to load")
 	fset.IntVar(&cfg.instances, "instances", 200, "process instances to start")
 	fset.IntVar(&cfg.kills, "kills", 5, "how many times a node is killed (SIGKILL)")
+	fset.IntVar(&cfg.seedBatch, "seed-batch", 1, "root instances the seeder starts per transaction (more seeds a large load faster)")
+	fset.BoolVar(&cfg.killWhenSeeded, "kill-when-seeded", false, "sqlite and mysql: hold the first kill until every root instance exists, so that the restart recovers the whole load in flight")
 	fset.IntVar(&cfg.nodes, "nodes", 0, "engine nodes (default 3 for multi, 1 otherwise)")
 	fset.IntVar(&cfg.dbRestarts, "db-restarts", 1, "mysql-restart: how many times MariaDB is restarted")
 	fset.Uint64Var(&cfg.seed, "seed", 0, "seed of the random kill times and nodes (default: from the clock; the report prints it)")
@@ -193,6 +199,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	switch {
 	case cfg.instances < 1:
 		return cfg, fmt.Errorf("-instances %d: want at least 1", cfg.instances)
+	case cfg.seedBatch < 1:
+		return cfg, fmt.Errorf("-seed-batch %d: want at least 1", cfg.seedBatch)
 	case cfg.kills < 0 || cfg.dbRestarts < 0:
 		return cfg, errors.New("-kills and -db-restarts cannot be negative")
 	case cfg.nodes < 1:

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store"
 )
@@ -23,8 +25,10 @@ import (
 type nodeConfig struct {
 	db, journal, id, defs string
 	instances             int
-	appSleep, lease       time.Duration
-	driverPause           time.Duration
+	// seedBatch is how many instances the seeder starts per transaction.
+	seedBatch       int
+	appSleep, lease time.Duration
+	driverPause     time.Duration
 	// readyFD, when not 0, is a file descriptor (a pipe from the
 	// orchestrator) that gets one byte once the node has started.
 	readyFD int
@@ -34,7 +38,7 @@ type nodeConfig struct {
 func nodeArgs(cfg nodeConfig) []string {
 	return []string{
 		"node", "-db", cfg.db, "-journal", cfg.journal, "-node-id", cfg.id, "-defs", cfg.defs,
-		"-instances", fmt.Sprint(cfg.instances), "-app-sleep", cfg.appSleep.String(),
+		"-instances", fmt.Sprint(cfg.instances), "-seed-batch", fmt.Sprint(cfg.seedBatch), "-app-sleep", cfg.appSleep.String(),
 		"-lease", cfg.lease.String(), "-driver-pause", cfg.driverPause.String(), "-ready-fd", fmt.Sprint(cfg.readyFD),
 	}
 }
@@ -50,6 +54,7 @@ func nodeMain(args []string, stderr io.Writer) int {
 	fset.StringVar(&cfg.id, "node-id", "node-1", "engine.Config.NodeID")
 	fset.StringVar(&cfg.defs, "defs", "testdata/crash", "folder of the XPDL packages")
 	fset.IntVar(&cfg.instances, "instances", 0, "deploy the packages and start instances until this many exist (0: neither)")
+	fset.IntVar(&cfg.seedBatch, "seed-batch", 1, "instances started per transaction (StartProcessTx in one of the node's own)")
 	fset.DurationVar(&cfg.appSleep, "app-sleep", 2*time.Millisecond, "how long each application call sleeps")
 	fset.DurationVar(&cfg.lease, "lease", 0, "engine.Config.EventLease (0: the engine's default)")
 	fset.DurationVar(&cfg.driverPause, "driver-pause", 50*time.Millisecond, "pause between the driver's rounds over the open work items")
@@ -123,7 +128,7 @@ func runNode(ctx context.Context, cfg nodeConfig, log *slog.Logger) error {
 
 	var wg sync.WaitGroup
 	if cfg.instances > 0 {
-		wg.Go(func() { seed(ctx, e, l, cfg.instances, log) })
+		wg.Go(func() { seed(ctx, e, db, l, cfg.instances, max(cfg.seedBatch, 1), log) })
 	}
 	d := &driver{e: e, pause: cfg.driverPause, user: "crashdriver", log: log}
 	wg.Go(func() { d.run(ctx) })
@@ -154,33 +159,33 @@ const retryPause = 200 * time.Millisecond
 
 // seed deploys the packages that are not deployed yet and starts root
 // instances, alternating between the load's main processes, until n
-// exist. It counts what exists first, so that a node killed while
-// seeding is followed by one that carries on.
+// exist, batch of them per transaction. It counts what exists first, so
+// that a node killed while seeding is followed by one that carries on.
 //
 // A start that fails may have committed all the same (the connection
 // broke after the server committed), and StartOptions has no idempotency
 // key: so after a failure the seeder counts again instead of starting
-// the same instance twice, and logs a warning when the failed start had
+// the same instances twice, and logs a warning when the failed batch had
 // committed.
-func seed(ctx context.Context, e *engine.Engine, l *load, n int, log *slog.Logger) {
+func seed(ctx context.Context, e *engine.Engine, db *gorm.DB, l *load, n, batch int, log *slog.Logger) {
 	have, ok := prepareSeed(ctx, e, l, log)
 	if !ok {
 		return
 	}
 	if have < n {
-		log.Info("seed: starting instances", "have", have, "want", n)
+		log.Info("seed: starting instances", "have", have, "want", n, "per_transaction", batch)
 	}
 	for have < n {
-		root := l.roots[have%len(l.roots)]
-		_, err := e.StartProcess(ctx, engine.StartOptions{Package: root.Package, Process: root.Process, Actor: "crashtest"})
+		k := min(batch, n-have)
+		err := startBatch(ctx, e, db, l, have, k)
 		switch {
 		case err == nil:
-			have++
+			have += k
 			continue
 		case ctx.Err() != nil:
 			return
 		}
-		log.Warn("seed: start failed; retrying", "process", root.Process, "err", err)
+		log.Warn("seed: start failed; retrying", "instances", k, "err", err)
 		for {
 			if pause(ctx, retryPause) != nil {
 				return
@@ -190,13 +195,33 @@ func seed(ctx context.Context, e *engine.Engine, l *load, n int, log *slog.Logge
 				continue
 			}
 			if got > have {
-				log.Warn("seed: a start that returned an error had committed", "process", root.Process, "err", err, "have", got)
+				log.Warn("seed: a start that returned an error had committed", "err", err, "have", got)
 			}
 			have = got
 			break
 		}
 	}
 	log.Info("seed: done", "instances", n)
+}
+
+// startBatch starts k root instances, the first being the have-th of the
+// load: one at a time with StartProcess, or several in one transaction
+// of the node's own with StartProcessTx.
+func startBatch(ctx context.Context, e *engine.Engine, db *gorm.DB, l *load, have, k int) error {
+	if k == 1 {
+		root := l.roots[have%len(l.roots)]
+		_, err := e.StartProcess(ctx, engine.StartOptions{Package: root.Package, Process: root.Process, Actor: "crashtest"})
+		return err
+	}
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for i := range k {
+			root := l.roots[(have+i)%len(l.roots)]
+			if _, err := e.StartProcessTx(ctx, tx, engine.StartOptions{Package: root.Package, Process: root.Process, Actor: "crashtest"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // prepareSeed deploys what is missing and counts the root instances,

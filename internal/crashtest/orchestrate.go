@@ -27,16 +27,17 @@ const (
 // orchestra runs one scenario: it starts, kills, restarts and stops the
 // nodes, and measures what follows.
 type orchestra struct {
-	cfg  config
-	log  *slog.Logger
-	load *load
-	dbs  databases
-	work string
-	exe  string
-	db   *gorm.DB
-	p    probe
-	rng  *rand.Rand
-	rep  *Report
+	began time.Time // when the scenario started
+	cfg   config
+	log   *slog.Logger
+	load  *load
+	dbs   databases
+	work  string
+	exe   string
+	db    *gorm.DB
+	p     probe
+	rng   *rand.Rand
+	rep   *Report
 
 	live      map[string]*child // the current process of each node
 	runs      map[string]int    // processes started, by node
@@ -103,7 +104,7 @@ func runScenario(ctx context.Context, cfg config, log *slog.Logger) (*Report, er
 	}
 
 	o := &orchestra{
-		cfg: cfg, log: log, load: l, dbs: dbs, work: work, exe: exe, db: db, p: probe{db: db},
+		began: began, cfg: cfg, log: log, load: l, dbs: dbs, work: work, exe: exe, db: db, p: probe{db: db},
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		rep: &Report{
 			Scenario: cfg.scenario, Database: dbs.about, WorkDir: work, Seed: seed, Nodes: cfg.nodes,
@@ -162,7 +163,7 @@ func (o *orchestra) start(ctx context.Context, id string) (*child, error) {
 	}
 	nc := nodeConfig{
 		db: o.dbs.engine, journal: o.dbs.journal, id: id, defs: o.cfg.defs, appSleep: o.cfg.appSleep,
-		lease: o.cfg.lease, driverPause: driverPause, readyFD: readyFD,
+		lease: o.cfg.lease, driverPause: driverPause, readyFD: readyFD, seedBatch: o.cfg.seedBatch,
 	}
 	if id == seeder {
 		nc.instances = o.cfg.instances
@@ -305,6 +306,11 @@ func (o *orchestra) kills(ctx context.Context) error {
 				return err
 			}
 		}
+		if k == 0 && o.cfg.killWhenSeeded {
+			if err := o.waitSeeded(ctx); err != nil {
+				return err
+			}
+		}
 		if err := o.wait(ctx, o.randDelay()); err != nil {
 			return err
 		}
@@ -312,6 +318,25 @@ func (o *orchestra) kills(ctx context.Context) error {
 		o.pending[seeder]++
 	}
 	return nil
+}
+
+// waitSeeded waits until every root instance asked for exists, and notes
+// how many instances were then unfinished.
+func (o *orchestra) waitSeeded(ctx context.Context) error {
+	for {
+		s, err := o.p.status(ctx)
+		if err != nil {
+			return err
+		}
+		if s.Roots >= int64(o.cfg.instances) {
+			o.note("every root instance existed %v after the start; %d instances were unfinished then, %d events unprocessed",
+				clock.Now().Sub(o.began).Round(time.Millisecond), s.Unfinished, s.Unprocessed)
+			return nil
+		}
+		if err := o.wait(ctx, statusPoll); err != nil {
+			return err
+		}
+	}
 }
 
 // multi is the multi scenario: -nodes nodes; -kills times a random node is
