@@ -136,6 +136,7 @@ type config struct {
 	appSleep       time.Duration
 	lease          time.Duration
 	final          time.Duration
+	stall          time.Duration
 	takeover       time.Duration
 	workDir        string
 	dbStart        string
@@ -168,6 +169,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fset.DurationVar(&cfg.appSleep, "app-sleep", 2*time.Millisecond, "how long each application call sleeps, inside the engine's transaction")
 	fset.DurationVar(&cfg.lease, "lease", 0, "engine.Config.EventLease of the nodes (default the engine's)")
 	fset.DurationVar(&cfg.final, "final-timeout", 5*time.Minute, "how long the last run may take to finish every instance")
+	fset.DurationVar(&cfg.stall, "stall-timeout", time.Minute, "how long the last run may go without any state change before it counts as hung")
 	fset.DurationVar(&cfg.takeover, "takeover-timeout", 2*time.Minute, "multi: how long the other nodes may take to process a killed node's claimed events")
 	fset.StringVar(&cfg.workDir, "work", "", "folder for databases and node logs (default a new temporary folder, kept)")
 	fset.StringVar(&cfg.dbStop, "db-stop", "mariadb-admin -uroot shutdown", "mysql-restart: command that stops the database server")
@@ -209,8 +211,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return cfg, fmt.Errorf("-scenario multi needs at least 2 nodes, not %d", cfg.nodes)
 	case cfg.killMin < 0 || cfg.killMax < cfg.killMin:
 		return cfg, fmt.Errorf("-kill-min %v, -kill-max %v: want 0 <= min <= max", cfg.killMin, cfg.killMax)
-	case cfg.final <= 0 || cfg.takeover <= 0:
-		return cfg, errors.New("-final-timeout and -takeover-timeout must be positive")
+	case cfg.final <= 0 || cfg.takeover <= 0 || cfg.stall <= 0:
+		return cfg, errors.New("-final-timeout, -stall-timeout and -takeover-timeout must be positive")
 	}
 	return cfg, nil
 }

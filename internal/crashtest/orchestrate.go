@@ -474,6 +474,13 @@ func (o *orchestra) final(ctx context.Context) error {
 		}
 	}
 	deadline := began.Add(o.cfg.final)
+	// A load that goes on moving is given until the deadline; one that
+	// stops moving for -stall-timeout has hung.
+	mark, err := o.p.marks(ctx)
+	if err != nil {
+		return err
+	}
+	lastProgress := clock.Now()
 	var s loadStatus
 	for {
 		if s, err = o.p.status(ctx); err != nil {
@@ -488,8 +495,22 @@ func (o *orchestra) final(ctx context.Context) error {
 			}
 			break
 		}
+		if moved, err := o.p.progressed(ctx, mark); err != nil {
+			o.log.Warn("final run: progress query failed", "err", err)
+		} else if moved {
+			lastProgress = clock.Now()
+			if mark, err = o.p.marks(ctx); err != nil {
+				o.log.Warn("final run: progress query failed", "err", err)
+			}
+		}
+		if stalled := clock.Now().Sub(lastProgress); stalled > o.cfg.stall {
+			o.failure("the final run stopped making progress: no state change for %v; %d roots of %d, %d instances unfinished, %d events unprocessed",
+				stalled.Round(time.Second), s.Roots, o.cfg.instances, s.Unfinished, s.Unprocessed)
+			o.dumpStacks(ctx)
+			break
+		}
 		if clock.Now().After(deadline) {
-			o.failure("the final run did not finish the load within %v: %d roots of %d, %d instances unfinished, %d events unprocessed",
+			o.failure("the final run did not finish the load within %v (it was still making progress): %d roots of %d, %d instances unfinished, %d events unprocessed",
 				o.cfg.final, s.Roots, o.cfg.instances, s.Unfinished, s.Unprocessed)
 			o.dumpStacks(ctx)
 			break

@@ -60,7 +60,7 @@ type Report struct {
 	MachineBefore machineState `json:"machine_before"`
 	MachineAfter  machineState `json:"machine_after"`
 	// Stacks summarise the goroutine dumps of the nodes that were still
-	// running when the final run timed out.
+	// running when the final run was given up (hung, or too slow).
 	Stacks []stackDump `json:"stacks,omitempty"`
 	// NodeCounters totals the engine's and the driver's counters of the
 	// runs that were stopped (NodeCounterRuns of them); killed runs
@@ -253,7 +253,7 @@ func (r *Report) writeText(w io.Writer) error {
 		p("note: %s\n", n)
 	}
 	for _, d := range r.Stacks {
-		p("goroutines of %s run %d when the final run timed out (%s):\n", d.Node, d.Run, d.Log)
+		p("goroutines of %s run %d when the final run was given up (%s):\n", d.Node, d.Run, d.Log)
 		for _, g := range d.Groups {
 			p("  %s\n", g)
 		}
