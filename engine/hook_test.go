@@ -90,3 +90,59 @@ func TestUnboundHookFailsTheActivity(t *testing.T) {
 	require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
 	require.Contains(t, acts[0].Diagnosis, "hook com.example.hooks.CountCheck of activity Check")
 }
+
+// TestScriptAgents plays hook classes in JavaScript: a hook hands back
+// the variables it changed and leaves the others alone, an empty script
+// does nothing, and a script bound to an application's class returns its
+// OUT parameters.
+func TestScriptAgents(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db)
+		h.e.RegisterScriptAgent("com.example.hooks.CountCheck", "checks = checks + 2")
+		h.e.RegisterScriptAgent("Judge", "")
+		h.start()
+		h.deploy(hookXPDL)
+		id := h.startProcess("hooks", "p", nil)
+		require.Equal(t, map[string]any{"checks": int64(2), "verdict": "none"}, h.vars(id), "the onEnter script raised checks only")
+
+		require.NoError(t, h.complete(h.item(id, "Approve").ID, nil))
+		h.requireState(id, wftype.ProcessCompleted)
+		require.Equal(t, map[string]int{"Check": 1, "Approve": 1, "Rejected": 1}, h.started(id), "the empty onFinish script set no verdict")
+	})
+}
+
+const scriptAppXPDL = `<Package xmlns="http://www.wfmc.org/2002/XPDL1.0" Id="scripted">
+  <PackageHeader><XPDLVersion>1.0</XPDLVersion><Vendor>t</Vendor><Created>2026</Created></PackageHeader>
+  <Applications><Application Id="double">
+    <FormalParameters>
+      <FormalParameter Id="x" Mode="IN"><DataType><BasicType Type="INTEGER"/></DataType></FormalParameter>
+      <FormalParameter Id="y" Mode="OUT"><DataType><BasicType Type="INTEGER"/></DataType></FormalParameter>
+    </FormalParameters>
+    <ExtendedAttributes><ExtendedAttribute Name="ToolAgentClass" Value="com.example.Doubler"/></ExtendedAttributes>
+  </Application></Applications>
+  <WorkflowProcesses><WorkflowProcess Id="p">
+    <DataFields>
+      <DataField Id="a"><DataType><BasicType Type="INTEGER"/></DataType><InitialValue>21</InitialValue></DataField>
+      <DataField Id="b"><DataType><BasicType Type="INTEGER"/></DataType><InitialValue>0</InitialValue></DataField>
+    </DataFields>
+    <Activities>
+      <Activity Id="Double"><Implementation><Tool Id="double" Type="APPLICATION"><ActualParameters>
+        <ActualParameter>a</ActualParameter><ActualParameter>b</ActualParameter>
+      </ActualParameters></Tool></Implementation></Activity>
+    </Activities>
+  </WorkflowProcess></WorkflowProcesses>
+</Package>`
+
+func TestScriptAgentReturnsOutParameters(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db)
+		h.e.RegisterScriptAgent("Doubler", "y = x * 2; x = 0")
+		h.start()
+		h.deploy(scriptAppXPDL)
+		id := h.startProcess("scripted", "p", nil)
+		h.requireState(id, wftype.ProcessCompleted)
+		require.Equal(t, map[string]any{"a": int64(21), "b": int64(42)}, h.vars(id), "only the OUT parameter is handed back")
+	})
+}
