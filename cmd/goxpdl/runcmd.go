@@ -86,12 +86,16 @@ type setFlags map[string]string
 
 func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
 
-func (s setFlags) Set(v string) error {
-	name, value, ok := strings.Cut(v, "=")
-	if !ok || strings.TrimSpace(name) == "" {
-		return fmt.Errorf("want NAME=VALUE, got %q", v)
+func (s setFlags) Set(v string) error { return setPair(s, v, "NAME=VALUE") }
+
+// setPair stores a KEY=VALUE flag value in m; form names the flag's
+// syntax in the error.
+func setPair(m map[string]string, v, form string) error {
+	key, value, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(key) == "" {
+		return fmt.Errorf("want %s, got %q", form, v)
 	}
-	s[strings.TrimSpace(name)] = value
+	m[strings.TrimSpace(key)] = value
 	return nil
 }
 
@@ -100,14 +104,7 @@ type hookFlags map[string]string
 
 func (h hookFlags) String() string { return fmt.Sprint(map[string]string(h)) }
 
-func (h hookFlags) Set(v string) error {
-	class, src, ok := strings.Cut(v, "=")
-	if !ok || strings.TrimSpace(class) == "" {
-		return fmt.Errorf("want CLASS=SCRIPT, got %q", v)
-	}
-	h[strings.TrimSpace(class)] = src
-	return nil
-}
+func (h hookFlags) Set(v string) error { return setPair(h, v, "CLASS=SCRIPT") }
 
 type runOptions struct {
 	file, process, db, workitems, trace, org string

@@ -31,18 +31,13 @@ func (o *override) args() []string {
 	return args
 }
 
-// display returns the override's arguments as the report shows them;
-// none for nil.
+// display returns the override's arguments as the report shows them,
+// each flag with its value; none for nil.
 func (o *override) display() []string {
-	if o == nil {
-		return nil
-	}
-	var out []string
-	for _, s := range o.Sets {
-		out = append(out, "--set "+s)
-	}
-	for _, h := range o.Hooks {
-		out = append(out, "--hook "+h)
+	args := o.args()
+	out := make([]string, 0, len(args)/2)
+	for i := 0; i+1 < len(args); i += 2 {
+		out = append(out, args[i]+" "+args[i+1])
 	}
 	return out
 }
