@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -184,4 +185,32 @@ func TestStaleCachedInstanceIsFencedByItsVersion(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(wftype.ProcessCompleted), inst.State)
 	})
+}
+
+// TestGroupCommitWarnsOfASlowTransaction: a transaction that takes longer
+// than slowCommit is logged, with how many members it had; a quick one
+// is not.
+func TestGroupCommitWarnsOfASlowTransaction(t *testing.T) {
+	t.Parallel()
+	db, err := gormstore.OpenSQLite(gormstore.MemoryPath)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		sqlDB, err := db.DB()
+		require.NoError(t, err)
+		require.NoError(t, sqlDB.Close())
+	})
+	st, err := gormstore.New(db)
+	require.NoError(t, err)
+	clock := timer.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	var logged bytes.Buffer
+	g := newGroupCommitter(st, 1, maxCommitGroup, clock, slog.New(slog.NewTextHandler(&logged, nil)))
+
+	require.NoError(t, g.do(t.Context(), func(context.Context, store.Tx) error { return nil }))
+	require.Empty(t, logged.String(), "a quick transaction is not logged")
+
+	require.NoError(t, g.do(t.Context(), func(context.Context, store.Tx) error {
+		clock.Advance(slowCommit + time.Second) // the disk stalls
+		return nil
+	}))
+	require.Contains(t, logged.String(), `msg="slow engine transaction" members=1 took=3s`)
 }
