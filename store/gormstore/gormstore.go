@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -167,6 +168,45 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 		}
 		return nil
 	})
+}
+
+// insertRows inserts rows (values in the order of columns) into table
+// with multi-row INSERT statements of at most batchSize rows, straight
+// through the connection or transaction underneath gorm: for the rows the
+// engine writes on every step and never reads back in the same
+// transaction (history), gorm's per-row reflection and its INSERT …
+// RETURNING cost more than the statement itself. More than one chunk
+// runs inside a transaction (a savepoint when nested), so that the rows
+// are all or nothing.
+func insertRows(ctx context.Context, s *Store, table string, columns []string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	one := "(" + strings.TrimSuffix(strings.Repeat("?,", len(columns)), ",") + ")"
+	head := "INSERT INTO `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES "
+	insert := func(db *gorm.DB) error {
+		for start := 0; start < len(rows); start += batchSize {
+			chunk := rows[start:min(start+batchSize, len(rows))]
+			var q strings.Builder
+			q.WriteString(head)
+			args := make([]any, 0, len(chunk)*len(columns))
+			for i, r := range chunk {
+				if i > 0 {
+					q.WriteByte(',')
+				}
+				q.WriteString(one)
+				args = append(args, r...)
+			}
+			if _, err := db.Statement.ConnPool.ExecContext(ctx, q.String(), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(rows) <= batchSize {
+		return insert(s.db)
+	}
+	return s.db.WithContext(ctx).Transaction(insert)
 }
 
 // requireTime rejects the zero time, which MySQL in strict mode refuses

@@ -13,18 +13,23 @@ func (s *Store) InsertHistory(ctx context.Context, entries []store.HistoryEntry)
 		return err
 	}
 	defer done()
-	ms := make([]historyModel, len(entries))
+	rows := make([][]any, len(entries))
 	for i, e := range entries {
 		if err := requireTime("insert history: at", e.At); err != nil {
 			return err
 		}
-		ms[i] = historyFromRow(e)
+		m := historyFromRow(e)
+		rows[i] = []any{m.ProcessInstanceID, m.ActivityInstanceID, m.WorkItemID, m.Subject, m.FromState, m.ToState, m.Actor, m.Data, m.At}
 	}
-	if err := createBatch(ctx, s, ms); err != nil {
+	if err := insertRows(ctx, s, tableHistory, historyColumns, rows); err != nil {
 		return wrap(err, "insert %d history entries", len(entries))
 	}
 	return nil
 }
+
+// historyColumns are the columns InsertHistory writes, in the order of
+// its rows' values.
+var historyColumns = []string{"process_instance_id", "activity_instance_id", "work_item_id", "subject", "from_state", "to_state", "actor", "data", "at"}
 
 // ListHistory implements store.Tx.
 func (s *Store) ListHistory(ctx context.Context, params store.ListHistoryParams) ([]store.HistoryEntry, error) {

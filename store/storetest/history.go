@@ -56,6 +56,22 @@ func (h *harness) testHistory(t *testing.T) {
 		require.Empty(t, none)
 	})
 
+	t.Run("ManyEntriesAtOnce", func(t *testing.T) {
+		// More entries than one INSERT statement takes: several chunks,
+		// all written, in order.
+		b := h.setup(t)
+		const n = 1201
+		entries := make([]store.HistoryEntry, n)
+		for i := range entries {
+			entries[i] = store.HistoryEntry{ProcessInstanceID: 7, Subject: store.SubjectActivity, ToState: "Active", Actor: "engine", At: at(time.Duration(i) * time.Millisecond)}
+		}
+		require.NoError(t, b.s.InsertHistory(b.ctx, entries))
+		got, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 7})
+		require.NoError(t, err)
+		require.Len(t, got, n)
+		require.Equal(t, norm(at(1200*time.Millisecond)), got[n-1].At)
+	})
+
 	t.Run("EmptyAndInvalid", func(t *testing.T) {
 		b := h.setup(t)
 		require.NoError(t, b.s.InsertHistory(b.ctx, nil))
