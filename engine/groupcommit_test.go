@@ -192,14 +192,7 @@ func TestStaleCachedInstanceIsFencedByItsVersion(t *testing.T) {
 // is not.
 func TestGroupCommitWarnsOfASlowTransaction(t *testing.T) {
 	t.Parallel()
-	db, err := gormstore.OpenSQLite(gormstore.MemoryPath)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		sqlDB, err := db.DB()
-		require.NoError(t, err)
-		require.NoError(t, sqlDB.Close())
-	})
-	st, err := gormstore.New(db)
+	st, err := gormstore.New(dbtest.OpenSQLiteMemory(t))
 	require.NoError(t, err)
 	clock := timer.NewFake(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	var logged bytes.Buffer

@@ -15,6 +15,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/eventbus"
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
 )
@@ -81,14 +82,7 @@ type bundle struct {
 // fake clock. wrap, when given, wraps the store the Bus sees.
 func setup(t *testing.T, cfg eventbus.Config, wrap ...func(store.Store) store.Store) *bundle {
 	t.Helper()
-	db, err := gormstore.OpenSQLite(gormstore.MemoryPath)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		sqlDB, err := db.DB()
-		require.NoError(t, err)
-		require.NoError(t, sqlDB.Close())
-	})
-	gs, err := gormstore.New(db)
+	gs, err := gormstore.New(dbtest.OpenSQLiteMemory(t))
 	require.NoError(t, err)
 	require.NoError(t, gs.Migrate(t.Context()))
 
