@@ -21,9 +21,13 @@ type txBody func(ctx context.Context, tx store.Tx) error
 // database transaction when they arrive together (group commit). A commit
 // costs a disk flush and, on SQLite, the single write lock; runs of
 // different instances that queue for it share one instead of taking
-// turns. Each run keeps its own outcome: in a group it runs inside a
-// savepoint, so one that fails is rolled back alone and the others
-// commit.
+// turns. Each run keeps its own outcome: a group runs first without
+// savepoints; when a member fails, the transaction is rolled back and the
+// others run again, each inside a savepoint, so that one that fails is
+// rolled back alone and the others commit. A member's body must therefore
+// be safe to run again after a rollback (the engine's runs start from the
+// database each time; an application call is repeated with the same
+// idempotency key).
 //
 // There is no goroutine of its own. The first caller in a lane's queue
 // leads: it takes what is queued behind it (up to maxGroup), runs the
@@ -134,6 +138,51 @@ func (g *groupCommitter) run(group []*commitRequest) {
 	// The group's transaction must not end with its leader's context:
 	// the others' work is in it.
 	ctx := context.WithoutCancel(group[0].ctx)
+	failed, err := g.runOptimistic(ctx, group)
+	if failed < 0 {
+		if err != nil {
+			for _, r := range group {
+				r.err = err
+			}
+		}
+		return
+	}
+	// A member failed and took the transaction with it. Its error is its
+	// outcome; the others run again, each in a savepoint of its own so
+	// that a second failure cannot cost a third transaction.
+	g.groups.Add(1)
+	rest := make([]*commitRequest, 0, len(group)-1)
+	for i, r := range group {
+		if i != failed {
+			r.err = nil
+			rest = append(rest, r)
+		}
+	}
+	g.runIsolated(ctx, rest)
+}
+
+// runOptimistic runs the group's members one after another in one
+// transaction without savepoints, which on SQLite would copy every page a
+// member touches into a statement journal. When a member fails, it stops,
+// rolls the transaction back and returns that member's index (its err is
+// set); otherwise it returns -1 and the transaction's error.
+func (g *groupCommitter) runOptimistic(ctx context.Context, group []*commitRequest) (int, error) {
+	failed := -1
+	err := g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
+		for i, r := range group {
+			if r.err = callBody(r.ctx, tx, r.body); r.err != nil {
+				failed = i
+				return r.err
+			}
+		}
+		return nil
+	})
+	return failed, err
+}
+
+// runIsolated runs the members in one transaction, each in a savepoint,
+// so that one that fails is rolled back alone and the others commit.
+func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest) {
 	err := g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
 		db := tx.(*gormstore.Store).DB()
 		for i, r := range group {

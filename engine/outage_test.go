@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,9 @@ import (
 var errOutage = errors.New("simulated outage: connection refused")
 
 // failWhile makes every statement on db fail while down is set, as a
-// database that went away would.
+// database that went away would: GORM's own statements through its
+// callbacks, the store's plain SQL and commits through db's connection
+// pool.
 func failWhile(t *testing.T, db *gorm.DB, down *atomic.Bool) {
 	t.Helper()
 	fail := func(tx *gorm.DB) {
@@ -35,6 +38,73 @@ func failWhile(t *testing.T, db *gorm.DB, down *atomic.Bool) {
 	require.NoError(t, cb.Delete().Before("gorm:delete").Register("test:outage", fail))
 	require.NoError(t, cb.Raw().Before("gorm:raw").Register("test:outage", fail))
 	require.NoError(t, cb.Row().Before("gorm:row").Register("test:outage", fail))
+	pool, err := db.DB()
+	require.NoError(t, err)
+	wrapped := &outagePool{DB: pool, down: down}
+	db.ConnPool = wrapped
+	db.Statement.ConnPool = wrapped
+}
+
+// outagePool is a connection pool whose statements, transactions and
+// commits fail while down is set.
+type outagePool struct {
+	*sql.DB
+	down *atomic.Bool
+}
+
+func (p *outagePool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
+
+func (p *outagePool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if p.down.Load() {
+		return nil, errOutage
+	}
+	return p.DB.ExecContext(ctx, query, args...)
+}
+
+func (p *outagePool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if p.down.Load() {
+		return nil, errOutage
+	}
+	return p.DB.QueryContext(ctx, query, args...)
+}
+
+func (p *outagePool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
+	if p.down.Load() {
+		return nil, errOutage
+	}
+	tx, err := p.DB.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &outageTx{Tx: tx, down: p.down}, nil
+}
+
+// outageTx is a transaction of an outagePool.
+type outageTx struct {
+	*sql.Tx
+	down *atomic.Bool
+}
+
+func (tx *outageTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if tx.down.Load() {
+		return nil, errOutage
+	}
+	return tx.Tx.ExecContext(ctx, query, args...)
+}
+
+func (tx *outageTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if tx.down.Load() {
+		return nil, errOutage
+	}
+	return tx.Tx.QueryContext(ctx, query, args...)
+}
+
+func (tx *outageTx) Commit() error {
+	if tx.down.Load() {
+		_ = tx.Rollback()
+		return errOutage
+	}
+	return tx.Tx.Commit()
 }
 
 // An event whose processing fails while the database is away, so that

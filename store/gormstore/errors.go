@@ -47,8 +47,8 @@ func translate(err error) error {
 		return err
 	}
 
-	// SQLite drivers over modernc.org/sqlite (glebarez/go-sqlite,
-	// modernc's own) report extended result codes through Code().
+	// SQLite drivers over modernc.org/sqlite (modernc's own,
+	// glebarez/go-sqlite) report extended result codes through Code().
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
 		switch coded.Code() {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -48,7 +49,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 			ms[i].Attempts = 1
 		}
 	}
-	if err := createBatch(ctx, s, ms); err != nil {
+	if err := insertModels(ctx, s, tableEvents, eventColumns, ms, eventModel.values, func(m *eventModel, id int64) { m.ID = id }); err != nil {
 		return nil, wrap(err, "insert %d events", len(events))
 	}
 	out := make([]store.Event, len(ms))
@@ -150,15 +151,32 @@ func (s *Store) MarkEventsProcessed(ctx context.Context, params store.MarkEvents
 	if err := requireTime("mark events processed: processed at", params.ProcessedAt); err != nil {
 		return err
 	}
-	q := s.db.WithContext(ctx).Model(&eventModel{}).Where("id IN ? AND processed_at IS NULL", params.IDs)
+	// A plain statement: the engine marks an event on every step.
+	args := make([]any, 0, len(params.IDs)+2)
+	args = append(args, dbTime(params.ProcessedAt))
+	var q strings.Builder
+	q.WriteString("UPDATE `" + tableEvents + "` SET `processed_at` = ? WHERE `id` IN (")
+	for i, id := range params.IDs {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteByte('?')
+		args = append(args, id)
+	}
+	q.WriteString(") AND `processed_at` IS NULL")
 	if params.Owner != "" {
-		q = q.Where("claimed_by = ?", params.Owner)
+		q.WriteString(" AND `claimed_by` = ?")
+		args = append(args, params.Owner)
 	}
-	res := q.Update("processed_at", dbTime(params.ProcessedAt))
-	if res.Error != nil {
-		return wrap(res.Error, "mark %d events processed", len(params.IDs))
+	res, err := s.db.Statement.ConnPool.ExecContext(ctx, q.String(), args...)
+	if err != nil {
+		return wrap(err, "mark %d events processed", len(params.IDs))
 	}
-	if params.Owner != "" && res.RowsAffected < int64(len(uniqueIDs(params.IDs))) {
+	marked, err := res.RowsAffected()
+	if err != nil {
+		return wrap(err, "mark %d events processed", len(params.IDs))
+	}
+	if params.Owner != "" && marked < int64(len(uniqueIDs(params.IDs))) {
 		return fmt.Errorf("mark events %v processed for %q: %w", params.IDs, params.Owner, store.ErrLeaseLost)
 	}
 	return nil

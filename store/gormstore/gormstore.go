@@ -173,14 +173,62 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 // insertRows inserts rows (values in the order of columns) into table
 // with multi-row INSERT statements of at most batchSize rows, straight
 // through the connection or transaction underneath gorm: for the rows the
-// engine writes on every step and never reads back in the same
-// transaction (history), gorm's per-row reflection and its INSERT …
-// RETURNING cost more than the statement itself. More than one chunk
-// runs inside a transaction (a savepoint when nested), so that the rows
-// are all or nothing.
+// engine writes on every step (history), gorm's per-row reflection and its
+// INSERT … RETURNING cost more than the statement itself; and on SQLite
+// RETURNING makes every INSERT keep a statement journal. More than one
+// chunk runs inside a transaction (a savepoint when nested), so that the
+// rows are all or nothing.
 func insertRows(ctx context.Context, s *Store, table string, columns []string, rows [][]any) error {
-	if len(rows) == 0 {
+	_, err := insertChunks(ctx, s, table, columns, rows, nil)
+	return err
+}
+
+// insertRowsSQLite is insertRows for a SQLite table whose id is an
+// INTEGER PRIMARY KEY AUTOINCREMENT: it returns the new rows' ids, in the
+// order of rows. The rows of one INSERT get consecutive ids (the writer
+// holds SQLite's only write lock, and each row takes one more than the
+// largest id the table ever had), and the statement reports the last.
+func insertRowsSQLite(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
+	ids := make([]int64, 0, len(rows))
+	_, err := insertChunks(ctx, s, table, columns, rows, func(n int, res sql.Result) error {
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			ids = append(ids, last-int64(n-1-i))
+		}
 		return nil
+	})
+	return ids, err
+}
+
+// insertModels inserts models and sets their ids: on SQLite as plain
+// multi-row INSERTs of columns (the model's values in that order), on
+// MySQL with gorm's batch create.
+func insertModels[M any](ctx context.Context, s *Store, table string, columns []string, models []M, values func(M) []any, setID func(*M, int64)) error {
+	if s.dialect != store.DialectSQLite {
+		return createBatch(ctx, s, models)
+	}
+	rows := make([][]any, len(models))
+	for i, m := range models {
+		rows[i] = values(m)
+	}
+	ids, err := insertRowsSQLite(ctx, s, table, columns, rows)
+	if err != nil {
+		return err
+	}
+	for i := range models {
+		setID(&models[i], ids[i])
+	}
+	return nil
+}
+
+// insertChunks runs the INSERTs of insertRows, calling inserted (when not
+// nil) with each chunk's size and result.
+func insertChunks(ctx context.Context, s *Store, table string, columns []string, rows [][]any, inserted func(n int, res sql.Result) error) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
 	}
 	one := "(" + strings.TrimSuffix(strings.Repeat("?,", len(columns)), ",") + ")"
 	head := "INSERT INTO `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES "
@@ -197,16 +245,22 @@ func insertRows(ctx context.Context, s *Store, table string, columns []string, r
 				q.WriteString(one)
 				args = append(args, r...)
 			}
-			if _, err := db.Statement.ConnPool.ExecContext(ctx, q.String(), args...); err != nil {
+			res, err := db.Statement.ConnPool.ExecContext(ctx, q.String(), args...)
+			if err != nil {
 				return err
+			}
+			if inserted != nil {
+				if err := inserted(len(chunk), res); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
 	if len(rows) <= batchSize {
-		return insert(s.db)
+		return len(rows), insert(s.db)
 	}
-	return s.db.WithContext(ctx).Transaction(insert)
+	return len(rows), s.db.WithContext(ctx).Transaction(insert)
 }
 
 // requireTime rejects the zero time, which MySQL in strict mode refuses

@@ -171,7 +171,7 @@ func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.Activ
 		ms[i].ID = 0
 		ms[i].Version = 1
 	}
-	if err := createBatch(ctx, s, ms); err != nil {
+	if err := insertModels(ctx, s, tableActivityInstances, activityInstanceColumns, ms, activityInstanceModel.values, func(m *activityInstanceModel, id int64) { m.ID = id }); err != nil {
 		return nil, wrap(err, "insert %d activity instances", len(insts))
 	}
 	out := make([]store.ActivityInstance, len(ms))

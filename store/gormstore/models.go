@@ -95,6 +95,14 @@ type activityInstanceModel struct {
 
 func (activityInstanceModel) TableName() string { return tableActivityInstances }
 
+// activityInstanceColumns are the columns of an activityInstanceModel but
+// its id, in the order of values.
+var activityInstanceColumns = []string{"process_instance_id", "activity_def_id", "activity_set_id", "block_instance_id", "state", "attempt", "version", "diagnosis", "created_at", "updated_at", "ended_at", "loop_parent_id", "loop_index", "loop_state"}
+
+func (m activityInstanceModel) values() []any {
+	return []any{m.ProcessInstanceID, m.ActivityDefID, m.ActivitySetID, m.BlockInstanceID, m.State, m.Attempt, m.Version, m.Diagnosis, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.LoopParentID, m.LoopIndex, m.LoopState}
+}
+
 // variableModel is a process variable. The index (name, value) serves
 // correlation by query (FindProcessInstancesByVariable): MySQL cannot
 // index a whole BLOB, so it indexes the first 255 bytes of the value and
@@ -182,6 +190,14 @@ type eventModel struct {
 }
 
 func (eventModel) TableName() string { return tableEvents }
+
+// eventColumns are the columns of an eventModel but its id, in the order
+// of values.
+var eventColumns = []string{"event_id", "process_instance_id", "kind", "payload", "critical", "created_at", "available_at", "processed_at", "attempts", "claimed_by", "claimed_until"}
+
+func (m eventModel) values() []any {
+	return []any{m.EventID, m.ProcessInstanceID, m.Kind, m.Payload, m.Critical, m.CreatedAt, m.AvailableAt, m.ProcessedAt, m.Attempts, m.ClaimedBy, m.ClaimedUntil}
+}
 
 type historyModel struct {
 	ID                 int64     `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_history_process,priority:2"`

@@ -8,18 +8,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/sqlitedialect"
 )
 
 // MemoryPath is the path that makes OpenSQLite open a private in-memory
 // database.
-const MemoryPath = ":memory:"
+const MemoryPath = sqlitedialect.MemoryDSN
 
 // sqliteIdleConns is how many idle connections OpenSQLite's pool keeps.
 const sqliteIdleConns = 8
@@ -45,14 +45,15 @@ func gormConfig() *gorm.Config {
 }
 
 // OpenSQLite opens the SQLite database at path with the pure-Go driver
-// github.com/glebarez/sqlite (modernc.org/sqlite underneath; no cgo), set
-// up to be durable and safe for the engine:
+// modernc.org/sqlite (no cgo) through package sqlitedialect, whose
+// connections keep their prepared statements, set up to be durable and
+// safe for the engine:
 //
 //   - journal_mode=WAL: readers do not block the writer nor it them;
 //   - synchronous=FULL: a committed transaction survives a power loss;
 //   - foreign_keys=ON, busy_timeout=5000 ms;
-//   - temp_store=MEMORY: savepoint journals (the engine's group commit
-//     sets one per member) stay in memory instead of a temporary file;
+//   - temp_store=MEMORY: statement and savepoint journals stay in memory
+//     instead of a temporary file;
 //   - transactions begin IMMEDIATE: they take the write lock at BEGIN, so
 //     two transactions never both read and then fail to upgrade to
 //     writing (SQLITE_BUSY); they queue on busy_timeout instead.
@@ -88,7 +89,7 @@ func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 	q.Set("_txlock", "immediate")
 
 	// gorm.Open closes the pool itself when it fails.
-	db, err := gorm.Open(sqlite.Open(path+"?"+q.Encode()), gormConfig())
+	db, err := gorm.Open(sqlitedialect.Open(path+"?"+q.Encode()), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
 	}

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store/sqlitedialect"
 )
 
 // writeGate queues the transactions of one SQLite database file within
@@ -33,7 +34,7 @@ var writeGates sync.Map
 // connection that serialises everything already, and a transaction holds
 // the lock.
 func gateFor(db *gorm.DB) writeGate {
-	d, ok := db.Dialector.(*sqlite.Dialector)
+	d, ok := db.Dialector.(*sqlitedialect.Dialector)
 	if !ok || strings.HasPrefix(d.DSN, MemoryPath) {
 		return nil
 	}
