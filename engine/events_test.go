@@ -497,6 +497,12 @@ func TestSignal(t *testing.T) {
 				_, err := h.e.SignalTx(h.ctx, tx, "go", engine.SignalOpts{Instance: id})
 				return err
 			}))
+			// The engine nudged its poller before the host committed, and
+			// this engine's fake clock never ticks the poller again: a poll
+			// that ran before the commit found nothing. Recover wakes the
+			// poller after the commit, as a host would (or the next tick).
+			_, err := h.e.Recover(h.ctx)
+			require.NoError(t, err)
 			rec.await(t, id, engine.RecordSignalCaught, 1) // through the outbox poller
 			require.Equal(t, []string{"Done"}, openActivities(h, id))
 		})
