@@ -416,7 +416,7 @@ func (r *run) startBlock(a *act) error {
 	if err := r.setActivity(a, machine.ActivityWait, ""); err != nil {
 		return err
 	}
-	if err := r.persist(a); err != nil { // its activities refer to it
+	if err := r.identify(a); err != nil { // its activities refer to it
 		return err
 	}
 	sc := flow.Scope{Flow: &set.Flow, Block: a.row.ID}
@@ -466,7 +466,7 @@ func (r *run) application(id string) *xpdl.Application {
 // raised, or an error: retryable or a database error (roll back), or
 // fatal (the activity goes Abnormal).
 func (r *run) callTools(a *act) (exception string, err error) {
-	if err := r.persist(a); err != nil { // the idempotency key names it
+	if err := r.identify(a); err != nil { // the idempotency key names it
 		return "", err
 	}
 	for i, tc := range a.def.Tools {

@@ -162,6 +162,9 @@ type Engine struct {
 	conflicts atomic.Uint64
 
 	commits *groupCommitter
+	// reservesIDs: the store names new activity instances' IDs before
+	// writing them (store.Capabilities.ReservesIDs).
+	reservesIDs bool
 	timers  *timer.Service
 
 	// owner identifies this run of the node: NodeID and a random suffix.
@@ -255,6 +258,7 @@ func New(cfg Config) (*Engine, error) {
 		apps:        make(map[string]ApplicationFunc),
 		agents:      make(map[string]ApplicationFunc),
 	}
+	e.reservesIDs = st.Capabilities().ReservesIDs
 	lanes := 1 // SQLite has one writer
 	if st.Capabilities().Dialect == store.DialectMySQL {
 		lanes = mysqlCommitLanes

@@ -460,7 +460,7 @@ func (r *run) flushSubscriptions() error {
 	}
 	var done []int64
 	for _, a := range r.acts {
-		if a.row.ID != 0 && isSignalCatch(a.def) &&
+		if a.stored && isSignalCatch(a.def) &&
 			(a.finishedNow || a.row.State == string(wftype.ActivityAbnormal)) {
 			done = append(done, a.row.ID)
 		}

@@ -66,7 +66,7 @@ func (r *run) callHooks(a *act, event string) (exception string, err error) {
 	if len(classes) == 0 {
 		return "", nil
 	}
-	if err := r.persist(a); err != nil { // the idempotency key names it
+	if err := r.identify(a); err != nil { // the idempotency key names it
 		return "", err
 	}
 	for i, class := range classes {

@@ -173,7 +173,7 @@ func (r *run) startLoop(a *act) error {
 	if err := r.setActivity(a, machine.ActivityWait, ""); err != nil {
 		return err
 	}
-	if err := r.persist(a); err != nil { // its instances refer to it
+	if err := r.identify(a); err != nil { // its instances refer to it
 		return err
 	}
 	n := 1
@@ -456,7 +456,7 @@ func (r *run) loopException(loop, a *act, exception string) error {
 // are interrupted in turn (work items withdrawn, subflows terminated)
 // and completed unfinished, so that the loop itself can complete.
 func (r *run) interruptInstances(a *act) error {
-	if !isLoop(a) || a.row.ID == 0 {
+	if !isLoop(a) || !a.stored {
 		return nil
 	}
 	for _, inst := range r.openInstances(a) {

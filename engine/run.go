@@ -270,8 +270,18 @@ func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string)
 	return nil
 }
 
-// persist writes a new activity instance now, so that it has its ID; the
-// others are written together at flush.
+// identify makes sure a new activity instance has its ID: reserved when
+// it was created (SQLite), or by writing it now (MySQL).
+func (r *run) identify(a *act) error {
+	if a.row.ID != 0 {
+		return nil
+	}
+	return r.persist(a)
+}
+
+// persist writes a new activity instance now, for rows of this
+// transaction that refer to it; the others are written together at
+// flush.
 func (r *run) persist(a *act) error {
 	if a.stored {
 		return nil
@@ -297,6 +307,14 @@ func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (
 		block := sc.Block
 		row.BlockInstanceID = &block
 		row.ActivitySetID = r.setOf(sc)
+	}
+	if r.e.reservesIDs {
+		// The row is written once, at flush, with the ID known now.
+		id, err := r.tx.ReserveActivityInstanceIDs(r.ctx, 1)
+		if err != nil {
+			return nil, err
+		}
+		row.ID = id
 	}
 	a := &act{row: row, def: def, scope: sc}
 	r.acts = append(r.acts, a)

@@ -368,7 +368,7 @@ func (r *run) flushTimers() error {
 		}
 		var done []int64
 		for _, a := range r.acts {
-			if a.row.ID != 0 && a.row.State == string(wftype.ActivityCompleted) && a.finishedNow &&
+			if a.stored && a.row.State == string(wftype.ActivityCompleted) && a.finishedNow &&
 				hasTimers(a.scope.Flow, a.def) {
 				done = append(done, a.row.ID)
 			}
@@ -596,7 +596,7 @@ func (r *run) forceComplete(a *act, why string) error {
 
 // withdrawItemsOf withdraws the open work items of one activity.
 func (r *run) withdrawItemsOf(a *act) error {
-	if a.row.ID == 0 || !IsManual(a.def) {
+	if !a.stored || !IsManual(a.def) {
 		return nil
 	}
 	filter := WorkItemFilter(r.pi.ID)

@@ -26,3 +26,7 @@ var ErrDuplicate = errors.New("store: duplicate")
 // caller must roll its transaction back and drop the work: someone else
 // has it, or has done it.
 var ErrLeaseLost = errors.New("store: lease lost")
+
+// ErrNotSupported means the database cannot do what was asked (see
+// Capabilities).
+var ErrNotSupported = errors.New("store: not supported by this database")

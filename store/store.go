@@ -34,6 +34,13 @@ type Capabilities struct {
 	// Without it claims are serialised by the database (SQLite has a
 	// single writer).
 	SupportsSkipLocked bool
+	// ReservesIDs reports that ReserveActivityInstanceIDs works: inside
+	// a transaction the store can name the IDs of activity instances it
+	// will insert later in that transaction (SQLite, whose single writer
+	// makes the next IDs known). MySQL hands IDs out on insert only
+	// (auto-increment), so a caller that needs an ID there inserts the
+	// row first.
+	ReservesIDs bool
 }
 
 // Dialects reported by Capabilities.
@@ -81,9 +88,17 @@ type Tx interface {
 	CountProcessInstancesByState(ctx context.Context) (map[string]int64, error)
 
 	// InsertActivityInstances stores new activity instances, all or none.
-	// IDs and Versions of the arguments are ignored; the returned
-	// instances, in argument order, have their IDs and Version 1.
+	// Versions of the arguments are ignored. An instance with a nonzero ID
+	// keeps it; the ID must come from ReserveActivityInstanceIDs in the same
+	// transaction. The others get new IDs. The returned instances, in
+	// argument order, have their IDs and Version 1.
 	InsertActivityInstances(ctx context.Context, insts []ActivityInstance) ([]ActivityInstance, error)
+	// ReserveActivityInstanceIDs reserves n consecutive IDs for activity
+	// instances that this transaction inserts later, and returns the
+	// first. IDs are never handed out twice; IDs reserved and not used,
+	// or whose transaction rolls back, are gaps. It returns
+	// ErrNotSupported unless Capabilities().ReservesIDs.
+	ReserveActivityInstanceIDs(ctx context.Context, n int) (int64, error)
 	// GetActivityInstance returns the activity instance with the given id,
 	// or ErrNotFound.
 	GetActivityInstance(ctx context.Context, id int64) (ActivityInstance, error)

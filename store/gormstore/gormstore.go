@@ -39,6 +39,9 @@ type Store struct {
 	db      *gorm.DB
 	dialect string
 	gate    writeGate // nil unless db is a pool over a SQLite file
+	// ids names new activity instances' IDs inside a SQLite transaction
+	// (ids.go); nil over a pool.
+	ids *idCounter
 }
 
 var _ store.Store = (*Store)(nil)
@@ -71,6 +74,7 @@ func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{
 		Dialect:            s.dialect,
 		SupportsSkipLocked: s.dialect == store.DialectMySQL,
+		ReservesIDs:        s.dialect == store.DialectSQLite,
 	}
 }
 
@@ -92,9 +96,13 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 		return wrap(err, "transaction")
 	}
 	defer s.gate.leave()
+	ids := s.ids // a savepoint goes on with its transaction's IDs
+	if ids == nil || !s.inTx() {
+		ids = &idCounter{}
+	}
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect})
+		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids})
 		return fnErr
 	}, opts...)
 	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged

@@ -186,8 +186,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	want := map[string]store.Capabilities{
-		"SQLite":       {Dialect: store.DialectSQLite},
-		"SQLiteMemory": {Dialect: store.DialectSQLite},
+		"SQLite":       {Dialect: store.DialectSQLite, ReservesIDs: true},
+		"SQLiteMemory": {Dialect: store.DialectSQLite, ReservesIDs: true},
 		"MySQL":        {Dialect: store.DialectMySQL, SupportsSkipLocked: true},
 	}
 	for _, d := range dialects {

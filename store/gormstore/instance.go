@@ -154,6 +154,19 @@ func (s *Store) CountProcessInstancesByState(ctx context.Context) (map[string]in
 
 // InsertActivityInstances implements store.Tx.
 func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.ActivityInstance) ([]store.ActivityInstance, error) {
+	if len(insts) == 0 {
+		return nil, nil
+	}
+	if s.dialect == store.DialectSQLite && !s.inTx() {
+		// The IDs come from a transaction's counter (ids.go).
+		var out []store.ActivityInstance
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			out, err = tx.InsertActivityInstances(ctx, insts)
+			return err
+		})
+		return out, err
+	}
 	done, err := s.writing(ctx)
 	if err != nil {
 		return nil, err
@@ -167,11 +180,17 @@ func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.Activ
 		); err != nil {
 			return nil, err
 		}
+		if r.ID != 0 && s.dialect != store.DialectSQLite {
+			return nil, fmt.Errorf("insert activity instance with id %d: %w", r.ID, store.ErrNotSupported)
+		}
 		ms[i] = activityInstanceFromRow(r)
-		ms[i].ID = 0
 		ms[i].Version = 1
 	}
-	if err := insertModels(ctx, s, tableActivityInstances, activityInstanceColumns, ms, activityInstanceModel.values, func(m *activityInstanceModel, id int64) { m.ID = id }); err != nil {
+	if s.dialect != store.DialectSQLite {
+		if err := createBatch(ctx, s, ms); err != nil {
+			return nil, wrap(err, "insert %d activity instances", len(insts))
+		}
+	} else if err := s.insertActivityInstancesSQLite(ctx, ms); err != nil {
 		return nil, wrap(err, "insert %d activity instances", len(insts))
 	}
 	out := make([]store.ActivityInstance, len(ms))
@@ -180,6 +199,26 @@ func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.Activ
 	}
 	return out, nil
 }
+
+// insertActivityInstancesSQLite writes ms with their IDs, taking those
+// they lack from the transaction's counter.
+func (s *Store) insertActivityInstancesSQLite(ctx context.Context, ms []activityInstanceModel) error {
+	rows := make([][]any, len(ms))
+	for i := range ms {
+		if ms[i].ID == 0 {
+			id, err := s.reserveIDs(ctx, 1)
+			if err != nil {
+				return err
+			}
+			ms[i].ID = id
+		}
+		rows[i] = append([]any{ms[i].ID}, ms[i].values()...)
+	}
+	return insertRows(ctx, s, tableActivityInstances, activityInstanceColumnsWithID, rows)
+}
+
+// activityInstanceColumnsWithID are the id and activityInstanceColumns.
+var activityInstanceColumnsWithID = append([]string{"id"}, activityInstanceColumns...)
 
 // GetActivityInstance implements store.Tx.
 func (s *Store) GetActivityInstance(ctx context.Context, id int64) (store.ActivityInstance, error) {

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -248,7 +250,7 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
 		in := []store.ActivityInstance{
-			{ID: 77, ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", Version: 9, CreatedAt: t0, UpdatedAt: t0},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", Version: 9, CreatedAt: t0, UpdatedAt: t0},
 			{ProcessInstanceID: pi.ID, ActivityDefID: "B", ActivitySetID: "set1", BlockInstanceID: ptr(int64(5)),
 				State: "Abnormal", Attempt: 3, Diagnosis: "application failed", CreatedAt: t0, UpdatedAt: at(time.Second), EndedAt: ptr(at(time.Hour))},
 			{ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Active", Attempt: 1, CreatedAt: at(time.Millisecond), UpdatedAt: at(time.Millisecond)},
@@ -277,6 +279,77 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		got, err := b.s.InsertActivityInstances(b.ctx, nil)
 		require.NoError(t, err)
 		require.Empty(t, got)
+	})
+
+	t.Run("ReservedIDs", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
+		row := func(def string) store.ActivityInstance {
+			return store.ActivityInstance{ProcessInstanceID: pi.ID, ActivityDefID: def, State: "Initiated", CreatedAt: t0, UpdatedAt: t0}
+		}
+		if !b.s.Capabilities().ReservesIDs {
+			err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+				_, err := tx.ReserveActivityInstanceIDs(ctx, 1)
+				return err
+			})
+			require.ErrorIs(t, err, store.ErrNotSupported)
+			named := row("A")
+			named.ID = 4242
+			_, err = b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{named})
+			require.ErrorIs(t, err, store.ErrNotSupported)
+			list, err := b.s.ListActivityInstances(b.ctx, store.ListActivityInstancesParams{ProcessInstanceID: pi.ID})
+			require.NoError(t, err)
+			require.Empty(t, list, "nothing written")
+			return
+		}
+		_, err := b.s.ReserveActivityInstanceIDs(b.ctx, 1)
+		require.ErrorIs(t, err, store.ErrNotSupported, "outside a transaction")
+
+		// IDs reserved first and rows inserted later keep them; rows
+		// without an ID take the next, never one reserved.
+		var first int64
+		var got []store.ActivityInstance
+		require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			if first, err = tx.ReserveActivityInstanceIDs(ctx, 3); err != nil {
+				return err
+			}
+			if _, err := tx.ReserveActivityInstanceIDs(ctx, 0); err == nil {
+				return errors.New("reserving 0 IDs succeeded")
+			}
+			a, c := row("A"), row("C")
+			a.ID, c.ID = first, first+2
+			if got, err = tx.InsertActivityInstances(ctx, []store.ActivityInstance{c, row("D")}); err != nil {
+				return err
+			}
+			more, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{a})
+			got = append(got, more...)
+			return err
+		}))
+		require.Len(t, got, 3)
+		require.Equal(t, first+2, got[0].ID)
+		require.Equal(t, first+3, got[1].ID, "after the reserved ones")
+		require.Equal(t, first, got[2].ID)
+
+		// A rolled-back transaction's IDs may come again; a committed
+		// one's never do.
+		errRollback := errors.New("roll back")
+		var rolledBack int64
+		require.ErrorIs(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			rolledBack, err = tx.ReserveActivityInstanceIDs(ctx, 1)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{row("E")}); err != nil {
+				return err
+			}
+			return errRollback
+		}), errRollback)
+		require.Greater(t, rolledBack, first+3)
+		next, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{row("F")})
+		require.NoError(t, err)
+		require.Equal(t, first+4, next[0].ID)
 	})
 
 	t.Run("LargeBatch", func(t *testing.T) {
