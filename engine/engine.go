@@ -165,7 +165,7 @@ type Engine struct {
 	// reservesIDs: the store names new activity instances' IDs before
 	// writing them (store.Capabilities.ReservesIDs).
 	reservesIDs bool
-	timers  *timer.Service
+	timers      *timer.Service
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
