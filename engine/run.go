@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,10 +54,11 @@ type run struct {
 	inline     []*act // activities of activity sets to start in this transaction
 	children   []*run // subflow instances this run created
 	published  []store.Event
-	flushed    bool          // flush wrote the instance
-	timers     []store.Timer // timers to arm at flush
-	nextDue    time.Time     // the earliest timer this run (or its children) armed; zero for none
-	due        time.Time     // when the timer this run handles was due; its records say so
+	flushed    bool                   // flush wrote the instance
+	inserted   *store.ProcessInstance // the instance as this run inserted it, if it did
+	timers     []store.Timer          // timers to arm at flush
+	nextDue    time.Time              // the earliest timer this run (or its children) armed; zero for none
+	due        time.Time              // when the timer this run handles was due; its records say so
 }
 
 // act is an activity instance with its definition. A run changes
@@ -402,8 +404,10 @@ func (r *run) drain() error {
 	return nil
 }
 
-// flush writes the process instance (always: its version fences
-// concurrent runs), the variables, the history and the events. hosted
+// flush writes the process instance (its version fences concurrent runs;
+// only an instance this run inserted and left as it was, which no other
+// run can know yet, is not written again), the variables, the history
+// and the events. hosted
 // runs (inside a host's transaction) leave their events unclaimed for the
 // poller, since the engine cannot see that transaction commit.
 func (r *run) flush(hosted bool) error {
@@ -421,14 +425,16 @@ func (r *run) flush(hosted bool) error {
 	// The process first: its version is the fence, so a run computed
 	// from a stale copy fails here before writing anything else.
 	tokens := r.tokens.Encode()
-	v, err := r.tx.UpdateProcessInstance(r.ctx, store.UpdateProcessInstanceParams{
-		ID: r.pi.ID, ExpectedVersion: r.pi.Version, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
-		Tokens: tokens, UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
-	})
-	if err != nil {
-		return err
+	if !r.unchangedSinceInsert(tokens) {
+		v, err := r.tx.UpdateProcessInstance(r.ctx, store.UpdateProcessInstanceParams{
+			ID: r.pi.ID, ExpectedVersion: r.pi.Version, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
+			Tokens: tokens, UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
+		})
+		if err != nil {
+			return err
+		}
+		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt = v, tokens, r.now
 	}
-	r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt = v, tokens, r.now
 	if err := r.flushActivities(); err != nil {
 		return err
 	}
@@ -460,12 +466,20 @@ func (r *run) flush(hosted bool) error {
 		return nil
 	}
 	if hosted {
-		_, err = r.tx.InsertEvents(r.ctx, r.withIDs(r.events))
+		_, err := r.tx.InsertEvents(r.ctx, r.withIDs(r.events))
 		return err
 	}
 	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)
 	r.published = append(r.published, published...)
 	return err
+}
+
+// unchangedSinceInsert reports that this run inserted the instance and
+// its row already says what flush would write.
+func (r *run) unchangedSinceInsert(tokens []byte) bool {
+	in := r.inserted
+	return in != nil && in.Version == r.pi.Version && in.State == r.pi.State && in.Diagnosis == r.pi.Diagnosis &&
+		bytes.Equal(in.Tokens, tokens) && in.EndedAt == nil && r.pi.EndedAt == nil && in.UpdatedAt.Equal(r.now)
 }
 
 func (r *run) withIDs(evs []store.Event) []store.Event {

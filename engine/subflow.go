@@ -54,6 +54,8 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	if r.pi, err = r.tx.InsertProcessInstance(r.ctx, pi); err != nil {
 		return nil, err
 	}
+	inserted := r.pi
+	r.inserted = &inserted
 	r.decls, r.vars, r.dirtyVars = decls, vals, make(map[string]bool, len(vals))
 	for name := range vals {
 		r.dirtyVars[name] = true

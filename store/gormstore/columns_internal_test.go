@@ -20,6 +20,7 @@ func TestPlainInsertColumnsMatchTheirModels(t *testing.T) {
 		{eventModel{}, eventColumns},
 		{activityInstanceModel{}, activityInstanceColumns},
 		{historyModel{}, historyColumns},
+		{processInstanceModel{}, processInstanceColumns},
 	} {
 		sch, err := schema.Parse(tc.model, &sync.Map{}, schema.NamingStrategy{})
 		require.NoError(t, err)
@@ -38,4 +39,5 @@ func TestPlainInsertValuesMatchTheirColumns(t *testing.T) {
 	t.Parallel()
 	require.Len(t, eventModel{}.values(), len(eventColumns))
 	require.Len(t, activityInstanceModel{}.values(), len(activityInstanceColumns))
+	require.Len(t, processInstanceModel{}.values(), len(processInstanceColumns))
 }

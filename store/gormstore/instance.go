@@ -30,10 +30,11 @@ func (s *Store) InsertProcessInstance(ctx context.Context, inst store.ProcessIns
 	m := processInstanceFromRow(inst)
 	m.ID = 0
 	m.Version = 1
-	if err := s.db.WithContext(ctx).Create(&m).Error; err != nil {
+	ms := []processInstanceModel{m}
+	if err := insertModels(ctx, s, tableProcessInstances, processInstanceColumns, ms, processInstanceModel.values, func(m *processInstanceModel, id int64) { m.ID = id }); err != nil {
 		return store.ProcessInstance{}, wrap(err, "insert process instance")
 	}
-	return m.row(), nil
+	return ms[0].row(), nil
 }
 
 // GetProcessInstance implements store.Tx.

@@ -72,6 +72,14 @@ type processInstanceModel struct {
 
 func (processInstanceModel) TableName() string { return tableProcessInstances }
 
+// processInstanceColumns are the columns of a processInstanceModel but
+// its id, in the order of values.
+var processInstanceColumns = []string{"definition_id", "process_def_id", "parent_instance_id", "parent_activity_id", "state", "version", "diagnosis", "tokens", "created_at", "updated_at", "ended_at", "start_key"}
+
+func (m processInstanceModel) values() []any {
+	return []any{m.DefinitionID, m.ProcessDefID, m.ParentInstanceID, m.ParentActivityID, m.State, m.Version, m.Diagnosis, m.Tokens, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.StartKey}
+}
+
 type activityInstanceModel struct {
 	ID                int64      `gorm:"column:id;primaryKey;autoIncrement"`
 	ProcessInstanceID int64      `gorm:"column:process_instance_id;not null;index:goxpdl_activity_instances_process_state,priority:1"`
