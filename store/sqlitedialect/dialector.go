@@ -22,6 +22,7 @@ package sqlitedialect
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -80,6 +81,12 @@ func (d *Dialector) Initialize(db *gorm.DB) error {
 // ClauseBuilders returns the builders of the clauses SQLite writes its
 // own way: LIMIT with only an OFFSET, and row locks, which SQLite has no
 // syntax for (a write transaction locks the whole database).
+//
+// The row count of a LIMIT is written into the SQL, not bound: SQLite
+// reads a bound LIMIT while planning (its ORDER BY ... LIMIT
+// optimisation) and then marks the statement to be compiled again
+// whenever the binding changes, which a cached statement's every run
+// does, so a cached "LIMIT ?" was parsed and planned anew each time.
 func (*Dialector) ClauseBuilders() map[string]clause.ClauseBuilder {
 	return map[string]clause.ClauseBuilder{
 		"LIMIT": func(c clause.Clause, b clause.Builder) {
@@ -95,7 +102,11 @@ func (*Dialector) ClauseBuilders() map[string]clause.ClauseBuilder {
 				}
 				return
 			}
-			limit.Build(b)
+			_, _ = b.WriteString("LIMIT " + strconv.Itoa(*limit.Limit))
+			if limit.Offset > 0 {
+				_, _ = b.WriteString(" OFFSET ")
+				b.AddVar(b, limit.Offset)
+			}
 		},
 		"FOR": func(c clause.Clause, b clause.Builder) {
 			if _, ok := c.Expression.(clause.Locking); ok {

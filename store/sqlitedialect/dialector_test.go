@@ -127,6 +127,12 @@ func TestLimitOffset(t *testing.T) {
 
 	sql := db.ToSQL(func(tx *gorm.DB) *gorm.DB { return tx.Offset(2).Find(&[]item{}) })
 	require.Contains(t, sql, "LIMIT -1 OFFSET 2")
+
+	// The row count is in the SQL, not bound (a bound LIMIT makes SQLite
+	// compile a cached statement again on every run); the offset is bound.
+	stmt := db.Session(&gorm.Session{DryRun: true}).Limit(7).Offset(3).Find(&[]item{}).Statement
+	require.Contains(t, stmt.SQL.String(), "LIMIT 7 OFFSET ?")
+	require.Equal(t, []any{3}, stmt.Vars)
 }
 
 // TestLockingClauseDropped reads with FOR UPDATE, which SQLite has no
