@@ -64,9 +64,11 @@ type run struct {
 // act is an activity instance with its definition. A run changes
 // activity instances in memory and writes each once, at flush: the new
 // ones in one multi-row INSERT, the changed ones with one UPDATE each.
-// Until then a new instance has no ID; what refers to it (history,
-// records, events) is completed at flush, and code that needs the ID
-// earlier (a work item, a subflow, an activity set) calls store first.
+// On SQLite a new instance gets its ID when created (the store reserves
+// it); on MySQL it has none until written, so what refers to it
+// (history, records, events) is completed at flush, and code that needs
+// the ID earlier (an application call, a work item, a subflow, an
+// activity set) writes it first (identify, persist).
 type act struct {
 	row    store.ActivityInstance
 	def    *xpdl.Activity
