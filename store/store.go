@@ -87,7 +87,8 @@ type Tx interface {
 	// States without instances are absent from the map.
 	CountProcessInstancesByState(ctx context.Context) (map[string]int64, error)
 
-	// InsertActivityInstances stores new activity instances, all or none.
+	// InsertActivityInstances stores new activity instances, all or none
+	// once the caller has rolled back after an error (see InsertHistory).
 	// Versions of the arguments are ignored. An instance with a nonzero ID
 	// keeps it; the ID must come from ReserveActivityInstanceIDs in the same
 	// transaction. The others get new IDs. The returned instances, in
@@ -267,8 +268,11 @@ type Tx interface {
 	// It reports whether it deleted the row.
 	RemoveNode(ctx context.Context, params RemoveNodeParams) (bool, error)
 
-	// InsertHistory appends entries to the audit trail, all or none; IDs
-	// of the arguments are ignored.
+	// InsertHistory appends entries to the audit trail; IDs of the
+	// arguments are ignored. It is all or none once the caller has rolled
+	// back after an error: inside a transaction, a store may leave the
+	// first rows of a failed multi-row statement for the rollback to undo
+	// (the SQLite store does, to spare itself a statement journal).
 	InsertHistory(ctx context.Context, entries []HistoryEntry) error
 	// ListHistory returns the history of a process instance in ID order,
 	// which is the order it was written in.

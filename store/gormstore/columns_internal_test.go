@@ -1,11 +1,16 @@
 package gormstore
 
 import (
+	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/goxpdl/goxpdl/store"
 )
 
 // The column lists of the plain INSERTs must name every column of their
@@ -40,4 +45,35 @@ func TestPlainInsertValuesMatchTheirColumns(t *testing.T) {
 	require.Len(t, eventModel{}.values(), len(eventColumns))
 	require.Len(t, activityInstanceModel{}.values(), len(activityInstanceColumns))
 	require.Len(t, processInstanceModel{}.values(), len(processInstanceColumns))
+}
+
+// Multi-row INSERTs into the tables the engine appends to on every step
+// run as INSERT OR FAIL inside a SQLite transaction (no statement
+// journal), and as plain INSERTs everywhere else: outside a transaction,
+// into tables with unique keys, and on MySQL.
+func TestInsertVerb(t *testing.T) {
+	t.Parallel()
+	db, err := OpenSQLite(filepath.Join(t.TempDir(), "verb.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { closeGorm(db) })
+	s, err := New(db)
+	require.NoError(t, err)
+
+	require.Equal(t, "INSERT INTO", s.insertVerb(tableHistory), "outside a transaction")
+	err = s.InTx(t.Context(), func(_ context.Context, tx store.Tx) error {
+		in := tx.(*Store)
+		require.Equal(t, "INSERT OR FAIL INTO", in.insertVerb(tableHistory))
+		require.Equal(t, "INSERT OR FAIL INTO", in.insertVerb(tableActivityInstances))
+		require.Equal(t, "INSERT INTO", in.insertVerb(tableEvents), "event_id is unique")
+		require.Equal(t, "INSERT INTO", in.insertVerb(tableProcessInstances), "start_key is unique")
+		return nil
+	})
+	require.NoError(t, err)
+
+	mysqlTx := &Store{db: db, dialect: store.DialectMySQL}
+	require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+		mysqlTx.db = tx
+		require.Equal(t, "INSERT INTO", mysqlTx.insertVerb(tableHistory), "MySQL")
+		return nil
+	}))
 }
