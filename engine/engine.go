@@ -416,11 +416,26 @@ type Stats struct {
 	// Conflicts counts event processings retried because the instance
 	// changed underneath (optimistic concurrency).
 	Conflicts uint64
+	// Commits holds how the engine's own transactions shared database
+	// transactions (group commit).
+	Commits CommitStats
+}
+
+// CommitStats counts the engine's own transactions (runs) and the
+// database transactions that carried them: several runs that arrive
+// together share one (group commit).
+type CommitStats struct {
+	// Transactions counts database transactions committed or rolled
+	// back, including the second one a group needs when a member fails.
+	Transactions uint64
+	// Runs counts engine transactions run in them.
+	Runs uint64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Timers: e.timers.Stats(), Conflicts: e.conflicts.Load()}
+	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Timers: e.timers.Stats(), Conflicts: e.conflicts.Load(),
+		Commits: e.commits.stats()}
 }
 
 // Store returns the engine's store, for tools that read the engine's

@@ -83,6 +83,11 @@ func newGroupCommitter(st *gormstore.Store, lanes, maxGroup int, clock timer.Clo
 	return g
 }
 
+// stats returns the committer's counters.
+func (g *groupCommitter) stats() CommitStats {
+	return CommitStats{Transactions: g.groups.Load(), Runs: g.members.Load()}
+}
+
 // do runs body in a transaction, possibly shared with other callers',
 // and returns body's error, or the commit's when body succeeded and the
 // commit failed.
