@@ -2,11 +2,14 @@ package gormstore
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
+	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
@@ -76,4 +79,40 @@ func TestInsertVerb(t *testing.T) {
 		require.Equal(t, "INSERT INTO", mysqlTx.insertVerb(tableHistory), "MySQL")
 		return nil
 	}))
+}
+
+// A MySQL pool whose DSN sets READ COMMITTED for every session needs no
+// isolation level per transaction; any other pool gets READ COMMITTED
+// per transaction; SQLite never.
+func TestTxOptions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		params map[string]string
+		perTx  bool
+	}{
+		{nil, true},
+		{map[string]string{"transaction_isolation": "'READ-COMMITTED'"}, false},
+		{map[string]string{"tx_isolation": "read committed"}, false},
+		{map[string]string{"tx_isolation": "'REPEATABLE-READ'"}, true},
+		{map[string]string{"autocommit": "1"}, true},
+	} {
+		cfg := mysql.NewConfig()
+		cfg.Addr, cfg.Params = "127.0.0.1:1", tc.params
+		db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: cfg, SkipInitializeWithVersion: true}), &gorm.Config{DisableAutomaticPing: true})
+		require.NoError(t, err, "no connection is made")
+		s, err := New(db)
+		require.NoError(t, err)
+		if tc.perTx {
+			require.Equal(t, []*sql.TxOptions{{Isolation: sql.LevelReadCommitted}}, s.txOptions(), "%v", tc.params)
+		} else {
+			require.Empty(t, s.txOptions(), "%v", tc.params)
+		}
+		closeGorm(db)
+	}
+	db, err := OpenSQLite(filepath.Join(t.TempDir(), "opts.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { closeGorm(db) })
+	s, err := New(db)
+	require.NoError(t, err)
+	require.Empty(t, s.txOptions())
 }

@@ -2,7 +2,6 @@ package gormstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -93,10 +92,7 @@ func (s *Store) ClaimEvents(ctx context.Context, params store.ClaimEventsParams)
 	}
 	now, until := dbTime(params.Now), dbTime(params.LeaseUntil)
 
-	var opts []*sql.TxOptions
-	if s.dialect == store.DialectMySQL {
-		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	}
+	opts := s.txOptions()
 	var ms []eventModel
 	err := s.atomic(ctx, func(db *gorm.DB) error {
 		q := db.Where("processed_at IS NULL AND available_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)", now, now)

@@ -42,6 +42,9 @@ type Store struct {
 	// ids names new activity instances' IDs inside a SQLite transaction
 	// (ids.go); nil over a pool.
 	ids *idCounter
+	// readCommitted: every MySQL session of the pool runs at READ
+	// COMMITTED already (mysqlsession.go).
+	readCommitted bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -65,7 +68,7 @@ func New(db *gorm.DB) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("gormstore: unsupported dialect %q (want sqlite or mysql)", name)
 	}
-	return &Store{db: db, dialect: dialect, gate: gateFor(db)}, nil
+	return &Store{db: db, dialect: dialect, gate: gateFor(db), readCommitted: readCommittedSessions(db)}, nil
 }
 
 // Capabilities implements store.Store. MySQL means MySQL 8.0.1 or MariaDB
@@ -81,16 +84,17 @@ func (s *Store) Capabilities() store.Capabilities {
 // InTx implements store.Store. Over a pool it begins a transaction; over a
 // transaction it nests with a savepoint (see Store).
 //
-// On MySQL the transactions it begins run at READ COMMITTED, as Camunda
-// also requires of MySQL: every write of the engine is guarded by a row
+// On MySQL the transactions it begins run at READ COMMITTED (set per
+// transaction unless the pool's DSN sets it for every session, as
+// OpenMySQL's does), as Camunda also requires of MySQL: every write of the engine is guarded by a row
 // version or a state condition, so it needs no gap locks, and the gap
 // locks of REPEATABLE READ would make claims and timer firings that skip
 // each other's rows (FOR UPDATE SKIP LOCKED) wait for each other after all
 // when they change an indexed column.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	var opts []*sql.TxOptions
-	if s.dialect == store.DialectMySQL && !s.inTx() {
-		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if !s.inTx() {
+		opts = s.txOptions()
 	}
 	if err := s.gate.enter(ctx); err != nil {
 		return wrap(err, "transaction")
@@ -102,7 +106,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	}
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids})
+		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids, readCommitted: s.readCommitted})
 		return fnErr
 	}, opts...)
 	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
@@ -283,4 +284,49 @@ func TestMigrateAddsLoopColumns(t *testing.T) {
 			require.Nil(t, got.LoopState)
 		})
 	}
+}
+
+// sessionIsolation returns the isolation level of conn's session, under
+// whichever name the server knows it (MySQL 8 and MariaDB 11.1:
+// transaction_isolation; older MariaDB: tx_isolation), and that name.
+func sessionIsolation(t *testing.T, conn *gorm.DB) (level, name string) {
+	t.Helper()
+	for _, name := range []string{"transaction_isolation", "tx_isolation"} {
+		if err := conn.Raw("SELECT @@SESSION." + name).Scan(&level).Error; err == nil {
+			return level, name
+		}
+	}
+	t.Fatal("the server knows neither transaction_isolation nor tx_isolation")
+	return "", ""
+}
+
+// OpenMySQL's sessions run at READ COMMITTED, the level of the store's
+// transactions, so that those need no SET TRANSACTION; a DSN that
+// chooses a level keeps it.
+func TestOpenMySQLSessionIsolation(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := openMySQL(t)
+	var name string
+	require.NoError(t, db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, conn := range []*gorm.DB{tx, db.WithContext(ctx)} {
+			var level string
+			level, name = sessionIsolation(t, conn)
+			require.Equal(t, "READ-COMMITTED", level)
+		}
+		return nil
+	}))
+
+	cfg, err := mysql.ParseDSN(mysqlDSN(t))
+	require.NoError(t, err)
+	cfg.Params = map[string]string{name: "'REPEATABLE-READ'"}
+	own, err := gormstore.OpenMySQL(cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		sqlDB, err := own.DB()
+		require.NoError(t, err)
+		require.NoError(t, sqlDB.Close())
+	})
+	level, _ := sessionIsolation(t, own.WithContext(ctx))
+	require.Equal(t, "REPEATABLE-READ", level)
 }

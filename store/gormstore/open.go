@@ -132,7 +132,9 @@ func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 // and CLOSE per statement, which triples the round trips of the engine's
 // many short statements. The pool keeps up to mysqlIdleConns idle
 // connections (database/sql's default of 2 makes a busy engine open and
-// close connections all the time).
+// close connections all the time). Every session runs at READ COMMITTED,
+// the level the store's transactions use (InTx), unless the DSN sets
+// transaction_isolation or tx_isolation itself.
 //
 // Close the database with db.DB() and Close when done.
 func OpenMySQL(dsn string) (*gorm.DB, error) {
@@ -145,7 +147,7 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 	if !strings.Contains(dsn, "interpolateParams=") {
 		cfg.InterpolateParams = true
 	}
-	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSN: cfg.FormatDSN()}), gormConfig())
+	db, err := openMySQLSessions(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
@@ -157,6 +159,40 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 	sqlDB.SetMaxIdleConns(mysqlIdleConns)
 	return db, nil
 }
+
+// openMySQLSessions opens cfg with every session at READ COMMITTED, unless
+// cfg chooses an isolation level itself: the store's transactions then
+// need no SET TRANSACTION first (mysqlsession.go). MySQL 8 and MariaDB
+// 11.1 call the session variable transaction_isolation, older MariaDB
+// tx_isolation; the server refuses the name it does not know (error
+// 1193) when the first connection is made, and the other name is tried.
+func openMySQLSessions(cfg *mysql.Config) (*gorm.DB, error) {
+	for _, name := range isolationParams {
+		if _, ok := cfg.Params[name]; ok {
+			return gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: cfg}), gormConfig())
+		}
+	}
+	var err error
+	for _, name := range isolationParams {
+		c := cfg.Clone()
+		if c.Params == nil {
+			c.Params = map[string]string{}
+		}
+		c.Params[name] = "'READ-COMMITTED'"
+		var db *gorm.DB
+		db, err = gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: c}), gormConfig())
+		if err == nil {
+			return db, nil
+		}
+		if me := (*mysql.MySQLError)(nil); !errors.As(err, &me) || me.Number != mysqlUnknownSystemVariable {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+// mysqlUnknownSystemVariable is MySQL's error "Unknown system variable".
+const mysqlUnknownSystemVariable = 1193
 
 // mysqlIdleConns is how many idle connections OpenMySQL's pool keeps:
 // enough for the engine's commit lanes, its poller and a host's requests.

@@ -2,7 +2,6 @@ package gormstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -71,10 +70,7 @@ func (s *Store) FireDueTimers(ctx context.Context, params store.FireDueTimersPar
 		return nil, err
 	}
 	now := dbTime(params.Now)
-	var opts []*sql.TxOptions
-	if s.dialect == store.DialectMySQL {
-		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	}
+	opts := s.txOptions()
 	var ms []timerModel
 	err := s.atomic(ctx, func(db *gorm.DB) error {
 		q := db.Where("state = ? AND due_at <= ?", string(store.TimerPending), now)
