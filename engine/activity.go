@@ -352,11 +352,16 @@ func (r *run) endProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	if err := r.setProcess(cmd, diagnosis); err != nil {
 		return err
 	}
-	if err := r.withdrawWorkItems(); err != nil {
-		return err
-	}
-	if err := r.expireInbox(); err != nil {
-		return err
+	// An instance of a process without manual activities or message
+	// receivers has neither work items nor inbox messages (send refuses
+	// messages for other activities): no need to look for them.
+	if r.dep == nil || r.dep.addressable[r.proc.ID] {
+		if err := r.withdrawWorkItems(); err != nil {
+			return err
+		}
+		if err := r.expireInbox(); err != nil {
+			return err
+		}
 	}
 	if r.pi.ParentInstanceID != nil && r.pi.ParentActivityID != nil {
 		r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID}, false)

@@ -34,16 +34,23 @@ type deployment struct {
 	// signalled says, by process id, whether a process has events that
 	// wait for signals.
 	signalled map[string]bool
+	// addressable says, by process id, whether a process has activities
+	// that people or messages finish (manual activities, receive tasks,
+	// message catch events): only its instances can have work items or
+	// messages waiting in the inbox when they end.
+	addressable map[string]bool
 }
 
 func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
 	d := &deployment{
 		def: def, pkg: pkg,
 		timed: make(map[string]bool, len(pkg.Processes)), signalled: make(map[string]bool, len(pkg.Processes)),
+		addressable: make(map[string]bool, len(pkg.Processes)),
 	}
 	for _, p := range pkg.Processes {
 		d.timed[p.ID] = timedProcess(p)
 		d.signalled[p.ID] = catchesSignals(p)
+		d.addressable[p.ID] = addressable(p)
 	}
 	return d
 }

@@ -655,6 +655,18 @@ func catchesSignals(proc *xpdl.Process) bool {
 	return false
 }
 
+// addressable reports whether any flow of proc has an activity that a
+// work item or a message finishes: a manual activity or a message
+// receiver (the activities send accepts messages for).
+func addressable(proc *xpdl.Process) bool {
+	for _, f := range proc.Flows() {
+		if slices.ContainsFunc(f.Activities, func(a *xpdl.Activity) bool { return IsManual(a) || receivesMessages(a) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // receiverOf finds activity id in the process or its activity sets.
 func (r *run) receiverOf(id string) *xpdl.Activity {
 	for _, f := range r.proc.Flows() {
