@@ -494,7 +494,7 @@ func (r *run) withIDs(evs []store.Event) []store.Event {
 }
 
 // flushActivities inserts the new activity instances in one statement
-// and updates the changed ones.
+// and updates the changed ones in another.
 func (r *run) flushActivities() error {
 	var fresh []*act
 	for _, a := range r.acts {
@@ -516,18 +516,22 @@ func (r *run) flushActivities() error {
 			a.stored, a.dirty = true, false
 		}
 	}
+	var changed []*act
+	var updates []store.UpdateActivityInstanceParams
 	for _, a := range r.acts {
-		if !a.dirty {
-			continue
+		if a.dirty {
+			changed = append(changed, a)
+			updates = append(updates, store.UpdateActivityInstanceParams{
+				ID: a.row.ID, ExpectedVersion: a.row.Version, State: a.row.State, Attempt: a.row.Attempt,
+				Diagnosis: a.row.Diagnosis, UpdatedAt: a.row.UpdatedAt, EndedAt: a.row.EndedAt, LoopState: a.row.LoopState,
+			})
 		}
-		v, err := r.tx.UpdateActivityInstance(r.ctx, store.UpdateActivityInstanceParams{
-			ID: a.row.ID, ExpectedVersion: a.row.Version, State: a.row.State, Attempt: a.row.Attempt,
-			Diagnosis: a.row.Diagnosis, UpdatedAt: a.row.UpdatedAt, EndedAt: a.row.EndedAt, LoopState: a.row.LoopState,
-		})
-		if err != nil {
-			return err
-		}
-		a.row.Version, a.dirty = v, false
+	}
+	if err := r.tx.UpdateActivityInstances(r.ctx, updates); err != nil {
+		return err
+	}
+	for _, a := range changed {
+		a.row.Version, a.dirty = a.row.Version+1, false
 	}
 	return nil
 }

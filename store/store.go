@@ -108,6 +108,14 @@ type Tx interface {
 	// returns ErrConflict when the version differs and ErrNotFound when
 	// there is no such instance.
 	UpdateActivityInstance(ctx context.Context, params UpdateActivityInstanceParams) (int64, error)
+	// UpdateActivityInstances is UpdateActivityInstance for several
+	// instances in one statement, each at its own expected version (IDs
+	// must be distinct). It changes all or returns an error: ErrNotFound
+	// when an instance does not exist, otherwise ErrConflict when a
+	// version differs. After an error the caller rolls back, since the
+	// instances that matched may have changed. On success every new
+	// version is its expected version plus one.
+	UpdateActivityInstances(ctx context.Context, params []UpdateActivityInstanceParams) error
 	// ListActivityInstances returns the activity instances of a process
 	// instance in ID order, optionally only those in the given states.
 	ListActivityInstances(ctx context.Context, params ListActivityInstancesParams) ([]ActivityInstance, error)

@@ -50,11 +50,11 @@ func TestPlainInsertValuesMatchTheirColumns(t *testing.T) {
 	require.Len(t, processInstanceModel{}.values(), len(processInstanceColumns))
 }
 
-// Multi-row INSERTs into the tables the engine appends to on every step
-// run as INSERT OR FAIL inside a SQLite transaction (no statement
-// journal), and as plain INSERTs everywhere else: outside a transaction,
-// into tables with unique keys, and on MySQL.
-func TestInsertVerb(t *testing.T) {
+// Multi-row INSERTs and UPDATEs of the tables the engine writes on every
+// step run as INSERT OR FAIL and UPDATE OR FAIL inside a SQLite
+// transaction (no statement journal), and plain everywhere else: outside
+// a transaction, on tables with unique keys, and on MySQL.
+func TestStatementVerb(t *testing.T) {
 	t.Parallel()
 	db, err := OpenSQLite(filepath.Join(t.TempDir(), "verb.db"))
 	require.NoError(t, err)
@@ -62,13 +62,14 @@ func TestInsertVerb(t *testing.T) {
 	s, err := New(db)
 	require.NoError(t, err)
 
-	require.Equal(t, "INSERT INTO", s.insertVerb(tableHistory), "outside a transaction")
+	require.Equal(t, "INSERT", s.statementVerb("INSERT", tableHistory), "outside a transaction")
 	err = s.InTx(t.Context(), func(_ context.Context, tx store.Tx) error {
 		in := tx.(*Store)
-		require.Equal(t, "INSERT OR FAIL INTO", in.insertVerb(tableHistory))
-		require.Equal(t, "INSERT OR FAIL INTO", in.insertVerb(tableActivityInstances))
-		require.Equal(t, "INSERT INTO", in.insertVerb(tableEvents), "event_id is unique")
-		require.Equal(t, "INSERT INTO", in.insertVerb(tableProcessInstances), "start_key is unique")
+		require.Equal(t, "INSERT OR FAIL", in.statementVerb("INSERT", tableHistory))
+		require.Equal(t, "INSERT OR FAIL", in.statementVerb("INSERT", tableActivityInstances))
+		require.Equal(t, "UPDATE OR FAIL", in.statementVerb("UPDATE", tableActivityInstances))
+		require.Equal(t, "INSERT", in.statementVerb("INSERT", tableEvents), "event_id is unique")
+		require.Equal(t, "INSERT", in.statementVerb("INSERT", tableProcessInstances), "start_key is unique")
 		return nil
 	})
 	require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestInsertVerb(t *testing.T) {
 	mysqlTx := &Store{db: db, dialect: store.DialectMySQL}
 	require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
 		mysqlTx.db = tx
-		require.Equal(t, "INSERT INTO", mysqlTx.insertVerb(tableHistory), "MySQL")
+		require.Equal(t, "INSERT", mysqlTx.statementVerb("INSERT", tableHistory), "MySQL")
 		return nil
 	}))
 }

@@ -243,7 +243,7 @@ func insertChunks(ctx context.Context, s *Store, table string, columns []string,
 		return 0, nil
 	}
 	one := "(" + strings.TrimSuffix(strings.Repeat("?,", len(columns)), ",") + ")"
-	head := s.insertVerb(table) + " `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES "
+	head := s.statementVerb("INSERT", table) + " INTO `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES "
 	insert := func(db *gorm.DB) error {
 		for start := 0; start < len(rows); start += batchSize {
 			chunk := rows[start:min(start+batchSize, len(rows))]
@@ -275,25 +275,25 @@ func insertChunks(ctx context.Context, s *Store, table string, columns []string,
 	return len(rows), s.db.WithContext(ctx).Transaction(insert)
 }
 
-// insertVerb is how insertChunks begins an INSERT into table. Inside a
-// SQLite transaction, a table that has no unique key besides its primary
-// key, and whose primary keys the store assigns, takes INSERT OR FAIL: a
-// multi-row INSERT … (ABORT, the default) makes SQLite keep a statement
-// journal, a copy of every page the statement changes, so that a
-// constraint failure on a later row can undo the earlier ones. Such a
-// failure here means a broken row (a NULL in a NOT NULL column), and the
-// caller rolls back the transaction or savepoint on any error, as the
-// engine does; OR FAIL leaves that undo to the rollback. Outside a
-// transaction SQLite keeps no statement journal, and the statement stays
-// all or nothing on its own.
-func (s *Store) insertVerb(table string) string {
+// statementVerb is verb (INSERT or UPDATE) as a multi-row statement on
+// table begins. Inside a SQLite transaction, a table that has no unique
+// key besides its primary key, and whose primary keys the store assigns,
+// takes verb OR FAIL: a multi-row statement with ABORT, the default, makes
+// SQLite keep a statement journal, a copy of every page the statement
+// changes, so that a constraint failure on a later row can undo the
+// earlier ones. Such a failure here means a broken row (a NULL in a NOT
+// NULL column), and the caller rolls back the transaction or savepoint on
+// any error, as the engine does; OR FAIL leaves that undo to the
+// rollback. Outside a transaction SQLite keeps no statement journal, and
+// the statement stays all or nothing on its own.
+func (s *Store) statementVerb(verb, table string) string {
 	if s.dialect == store.DialectSQLite && failFastTables[table] && s.inTx() {
-		return "INSERT OR FAIL INTO"
+		return verb + " OR FAIL"
 	}
-	return "INSERT INTO"
+	return verb
 }
 
-// failFastTables are the tables insertVerb may write with INSERT OR FAIL:
+// failFastTables are the tables statementVerb may write with OR FAIL:
 // the engine appends to them on every step, and they have no unique key
 // a caller could expect to collide with (history IDs are generated;
 // activity instance IDs are generated or reserved by the transaction).

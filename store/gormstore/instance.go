@@ -245,6 +245,96 @@ func (s *Store) UpdateActivityInstance(ctx context.Context, params store.UpdateA
 	})
 }
 
+// UpdateActivityInstances implements store.Tx with one UPDATE whose
+// columns take their value by id (CASE `id` WHEN … THEN …) and whose WHERE
+// checks each row's version the same way: a step that completes one
+// activity and moves several others (an activity set's, a join's) pays one
+// statement, not one per activity.
+func (s *Store) UpdateActivityInstances(ctx context.Context, params []store.UpdateActivityInstanceParams) error {
+	switch len(params) {
+	case 0:
+		return nil
+	case 1:
+		_, err := s.UpdateActivityInstance(ctx, params[0])
+		return err
+	}
+	if len(params) > batchSize {
+		for start := 0; start < len(params); start += batchSize {
+			if err := s.UpdateActivityInstances(ctx, params[start:min(start+batchSize, len(params))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, p := range params {
+		if err := requireTime("update activity instance: updated at", p.UpdatedAt); err != nil {
+			return err
+		}
+	}
+	done, err := s.writing(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	columns := []struct {
+		name  string
+		value func(store.UpdateActivityInstanceParams) any
+	}{
+		{"attempt", func(p store.UpdateActivityInstanceParams) any { return p.Attempt }},
+		{"diagnosis", func(p store.UpdateActivityInstanceParams) any { return p.Diagnosis }},
+		{"ended_at", func(p store.UpdateActivityInstanceParams) any { return dbTimePtr(p.EndedAt) }},
+		{"loop_state", func(p store.UpdateActivityInstanceParams) any { return dbBytes(p.LoopState) }},
+		{"state", func(p store.UpdateActivityInstanceParams) any { return p.State }},
+		{"updated_at", func(p store.UpdateActivityInstanceParams) any { return dbTime(p.UpdatedAt) }},
+	}
+	byID := func(q *strings.Builder, args []any, value func(store.UpdateActivityInstanceParams) any) []any {
+		q.WriteString("CASE `id`")
+		for _, p := range params {
+			q.WriteString(" WHEN ? THEN ?")
+			args = append(args, p.ID, value(p))
+		}
+		q.WriteString(" END")
+		return args
+	}
+	var q strings.Builder
+	args := make([]any, 0, len(params)*(2*len(columns)+3))
+	q.WriteString(s.statementVerb("UPDATE", tableActivityInstances) + " `" + tableActivityInstances + "` SET ")
+	for _, c := range columns {
+		q.WriteString("`" + c.name + "` = ")
+		args = byID(&q, args, c.value)
+		q.WriteString(", ")
+	}
+	q.WriteString("`version` = `version` + 1 WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(params)), ",") + ")")
+	ids := make([]int64, len(params))
+	for i, p := range params {
+		ids[i] = p.ID
+		args = append(args, p.ID)
+	}
+	q.WriteString(" AND `version` = ")
+	args = byID(&q, args, func(p store.UpdateActivityInstanceParams) any { return p.ExpectedVersion })
+	res, err := s.db.Statement.ConnPool.ExecContext(ctx, q.String(), args...)
+	if err != nil {
+		return wrap(err, "update %d activity instances", len(params))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(err, "update %d activity instances", len(params))
+	}
+	if n == int64(len(params)) {
+		return nil
+	}
+	var found []int64
+	if err := s.db.WithContext(ctx).Table(tableActivityInstances).Where("id IN ?", ids).Pluck("id", &found).Error; err != nil {
+		return wrap(err, "update %d activity instances", len(params))
+	}
+	for _, id := range ids {
+		if !slices.Contains(found, id) {
+			return fmt.Errorf("update activity instance %d: %w", id, store.ErrNotFound)
+		}
+	}
+	return fmt.Errorf("update %d activity instances: %d had the expected version: %w", len(params), n, store.ErrConflict)
+}
+
 // ListActivityInstances implements store.Tx.
 func (s *Store) ListActivityInstances(ctx context.Context, params store.ListActivityInstancesParams) ([]store.ActivityInstance, error) {
 	q := s.db.WithContext(ctx).Where("process_instance_id = ?", params.ProcessInstanceID).Order("id")

@@ -407,6 +407,76 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		require.Equal(t, 3, got.Attempt)
 	})
 
+	t.Run("BatchOptimisticUpdate", func(t *testing.T) {
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, 1)
+		rows, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
+			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Active", CreatedAt: t0, UpdatedAt: t0},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":1}`)},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Abnormal", Diagnosis: "boom", CreatedAt: t0, UpdatedAt: t0, EndedAt: ptr(t0)},
+		})
+		require.NoError(t, err)
+		a, bb, c := rows[0], rows[1], rows[2]
+		_, err = b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{ID: bb.ID, ExpectedVersion: 1, State: "Waiting", UpdatedAt: at(time.Second), LoopState: bb.LoopState})
+		require.NoError(t, err)
+		require.NoError(t, b.s.UpdateActivityInstances(b.ctx, nil), "nothing to change")
+
+		// Each row gets its own values, at its own version.
+		require.NoError(t, b.s.UpdateActivityInstances(b.ctx, []store.UpdateActivityInstanceParams{
+			{ID: a.ID, ExpectedVersion: 1, State: "Completed", Attempt: 1, UpdatedAt: at(2 * time.Second), EndedAt: ptr(at(2 * time.Second))},
+			{ID: bb.ID, ExpectedVersion: 2, State: "Waiting", Attempt: 2, UpdatedAt: at(3 * time.Second), LoopState: []byte(`{"n":2}`)},
+			{ID: c.ID, ExpectedVersion: 1, State: "Active", Attempt: 3, UpdatedAt: at(4 * time.Second)},
+		}))
+		want := map[int64]store.ActivityInstance{}
+		for _, r := range rows {
+			want[r.ID] = r
+		}
+		wa, wb, wc := want[a.ID], want[bb.ID], want[c.ID]
+		wa.State, wa.Attempt, wa.Version, wa.UpdatedAt, wa.EndedAt = "Completed", 1, 2, norm(at(2*time.Second)), normPtr(ptr(at(2*time.Second)))
+		wb.State, wb.Attempt, wb.Version, wb.UpdatedAt = "Waiting", 2, 3, norm(at(3*time.Second))
+		wc.State, wc.Attempt, wc.Version, wc.UpdatedAt, wc.Diagnosis, wc.EndedAt = "Active", 3, 2, norm(at(4*time.Second)), "", nil
+		for _, w := range []store.ActivityInstance{wa, wb, wc} {
+			got, err := b.s.GetActivityInstance(b.ctx, w.ID)
+			require.NoError(t, err)
+			if w.ID == bb.ID {
+				require.JSONEq(t, `{"n":2}`, string(got.LoopState))
+				got.LoopState, w.LoopState = nil, nil
+			}
+			require.Equal(t, w, got)
+		}
+
+		// One stale version fails the batch; rolled back, nothing moved.
+		err = b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			return tx.UpdateActivityInstances(ctx, []store.UpdateActivityInstanceParams{
+				{ID: a.ID, ExpectedVersion: 2, State: "Abnormal", UpdatedAt: at(5 * time.Second)},
+				{ID: bb.ID, ExpectedVersion: 2, State: "Completed", UpdatedAt: at(5 * time.Second)},
+			})
+		})
+		require.ErrorIs(t, err, store.ErrConflict)
+		err = b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			return tx.UpdateActivityInstances(ctx, []store.UpdateActivityInstanceParams{
+				{ID: a.ID, ExpectedVersion: 2, State: "Abnormal", UpdatedAt: at(5 * time.Second)},
+				{ID: 12345, ExpectedVersion: 1, State: "Completed", UpdatedAt: at(5 * time.Second)},
+			})
+		})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		for _, w := range []store.ActivityInstance{wa, wb} {
+			got, err := b.s.GetActivityInstance(b.ctx, w.ID)
+			require.NoError(t, err)
+			require.Equal(t, w.Version, got.Version)
+			require.Equal(t, w.State, got.State)
+		}
+
+		err = b.s.UpdateActivityInstances(b.ctx, []store.UpdateActivityInstanceParams{
+			{ID: a.ID, ExpectedVersion: 2, State: "Abnormal"},
+			{ID: bb.ID, ExpectedVersion: 3, State: "Completed", UpdatedAt: at(5 * time.Second)},
+		})
+		require.Error(t, err, "the zero time is refused")
+		got, err := b.s.GetActivityInstance(b.ctx, bb.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(3), got.Version, "refused before writing")
+	})
+
 	t.Run("LoopStateUpdate", func(t *testing.T) {
 		// A looping activity's bookkeeping is replaced by every update
 		// (nil clears it); its instances' parent and index stay.
