@@ -6,8 +6,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"net/url"
 	"reflect"
+	"strings"
 	"sync"
+	"time"
 
 	"modernc.org/sqlite"
 )
@@ -33,6 +36,9 @@ var sqliteDriver = sync.OnceValue(func() driver.Driver {
 type connector struct {
 	dsn       string
 	cacheSize int
+	// plainTimes: the DSN leaves the driver's time format and zone as
+	// they are, so a time.Time argument is written as its String().
+	plainTimes bool
 }
 
 func (c *connector) Connect(context.Context) (driver.Conn, error) {
@@ -40,7 +46,7 @@ func (c *connector) Connect(context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCachingConn(conn, c.cacheSize)
+	return newCachingConn(conn, c.cacheSize, c.plainTimes)
 }
 
 func (c *connector) Driver() driver.Driver { return sqliteDriver() }
@@ -55,7 +61,28 @@ func OpenDB(dsn string, cacheSize int) *sql.DB {
 	if cacheSize == 0 {
 		cacheSize = DefaultStatementCacheSize
 	}
-	return sql.OpenDB(&connector{dsn: dsn, cacheSize: cacheSize})
+	return sql.OpenDB(&connector{dsn: dsn, cacheSize: cacheSize, plainTimes: plainTimes(dsn)})
+}
+
+// plainTimes reports whether dsn keeps modernc.org/sqlite's default way of
+// writing a time.Time: as the text of its String method, in its own zone.
+// The query parameters _time_format, _time_integer_format and _loc change
+// that.
+func plainTimes(dsn string) bool {
+	_, query, found := strings.Cut(dsn, "?")
+	if !found {
+		return true
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return false // the driver will refuse it; change nothing
+	}
+	for _, name := range []string{"_time_format", "_time_integer_format", "_loc"} {
+		if q.Has(name) {
+			return false
+		}
+	}
+	return true
 }
 
 // conn is the driver connection that modernc.org/sqlite returns, with
@@ -88,11 +115,21 @@ type stmt interface {
 // database/sql uses a connection from one goroutine at a time, so the
 // cache needs no lock. A statement whose rows are still open is busy: a
 // second run of the same SQL meanwhile gets a statement of its own.
+//
+// It also writes the text of a time.Time argument itself when the DSN
+// keeps the driver's default format (plainTimes), formatting each distinct
+// time once: the engine binds one timestamp to every row of a multi-row
+// INSERT (a run's history has dozens), and the driver would format it
+// again for each.
 type cachingConn struct {
 	conn
 	size  int
 	lru   *list.List // of *cachedStmt, most recently used first
 	bySQL map[string]*list.Element
+
+	plainTimes bool
+	lastTime   time.Time // the time lastText is the text of
+	lastText   string
 }
 
 type cachedStmt struct {
@@ -101,7 +138,7 @@ type cachedStmt struct {
 	busy  bool // rows of the statement are open
 }
 
-func newCachingConn(c driver.Conn, size int) (driver.Conn, error) {
+func newCachingConn(c driver.Conn, size int, plainTimes bool) (driver.Conn, error) {
 	full, ok := c.(conn)
 	if !ok {
 		_ = c.Close()
@@ -110,7 +147,25 @@ func newCachingConn(c driver.Conn, size int) (driver.Conn, error) {
 	if size < 0 {
 		return full, nil
 	}
-	return &cachingConn{conn: full, size: size, lru: list.New(), bySQL: make(map[string]*list.Element)}, nil
+	return &cachingConn{conn: full, size: size, lru: list.New(), bySQL: make(map[string]*list.Element), plainTimes: plainTimes}, nil
+}
+
+// formatTimes replaces each time.Time in args by the text the driver
+// would write for it. args is database/sql's copy for this one call.
+func (c *cachingConn) formatTimes(args []driver.NamedValue) {
+	if !c.plainTimes {
+		return
+	}
+	for i := range args {
+		t, ok := args[i].Value.(time.Time)
+		if !ok {
+			continue
+		}
+		if t != c.lastTime || c.lastText == "" {
+			c.lastTime, c.lastText = t, t.String()
+		}
+		args[i].Value = c.lastText
+	}
 }
 
 // prepared returns the cached statement for query, preparing it when
@@ -172,6 +227,7 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 	if cs == nil {
 		defer func() { _ = s.Close() }()
 	}
+	c.formatTimes(args)
 	return s.ExecContext(ctx, args)
 }
 
@@ -181,6 +237,7 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 	if err != nil {
 		return nil, err
 	}
+	c.formatTimes(args)
 	rows, err := s.QueryContext(ctx, args)
 	if err != nil {
 		if cs == nil {

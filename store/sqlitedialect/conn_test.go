@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
@@ -481,4 +482,41 @@ func TestStatementCacheContextCanceled(t *testing.T) {
 	_, err = conn.ExecContext(ctx, "INSERT INTO t (n) VALUES (?)", 10)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, seq(0, 9), ints(t, conn, query))
+}
+
+// TestTimeArguments writes times through every cache setting and checks
+// that the stored text is what the driver writes itself (the cache off),
+// with the default time format and with a DSN that chooses another. The
+// same time is bound several times in a row, and times that differ only
+// in their zone or monotonic reading, so the connection's memo of the
+// last formatted time must not mix them up.
+func TestTimeArguments(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 24, 1, 35, 51, 714965000, time.UTC)
+	times := []time.Time{at, at, at.In(time.FixedZone("CET", 3600)), at.Add(time.Microsecond), time.Now(), at}
+	for _, dsnQuery := range []string{pragmas, pragmas + "&_time_format=sqlite"} {
+		stored := map[string][]string{} // by cache setting
+		for _, cs := range cacheSizes {
+			db := sqlitedialect.OpenDB(tempPath(t)+dsnQuery, cs.size)
+			t.Cleanup(func() { require.NoError(t, db.Close()) })
+			conn := oneConn(t, db)
+			mustExec(t, conn, "CREATE TABLE t (n integer, at datetime, at2 datetime)")
+			for i, v := range times {
+				mustExec(t, conn, "INSERT INTO t VALUES (?, ?, ?)", i, v, at)
+			}
+			rows := openRows(t, conn, "SELECT CAST(at AS text) || '|' || CAST(at2 AS text) FROM t ORDER BY n")
+			for rows.Next() {
+				var s string
+				require.NoError(t, rows.Scan(&s))
+				stored[cs.name] = append(stored[cs.name], s)
+			}
+			require.NoError(t, rows.Err())
+		}
+		driver := stored["off"]
+		require.Len(t, driver, len(times), dsnQuery)
+		require.NotEqual(t, driver[0], driver[2], "a time in another zone is written differently")
+		for name, got := range stored {
+			require.Equal(t, driver, got, "cache %s, DSN %s", name, dsnQuery)
+		}
+	}
 }
