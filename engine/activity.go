@@ -501,8 +501,12 @@ func (r *run) callTools(a *act) (exception string, err error) {
 			}
 			params[fp.ID] = v
 		}
+		tx, err := r.hostTx()
+		if err != nil {
+			return "", err
+		}
 		call := &Call{
-			Tx: r.gormTx(), Application: app.ID, ToolAgentClass: class, Params: params, Formal: app.FormalParameters,
+			Tx: tx, Application: app.ID, ToolAgentClass: class, Params: params, Formal: app.FormalParameters,
 			ExtendedAttributes: append(append(xpdl.ExtendedAttributes{}, app.ExtendedAttributes...), tc.ExtendedAttributes...),
 			IdempotencyKey:     fmt.Sprintf("%d/%d/%d/%d", r.pi.ID, a.row.ID, a.row.Attempt, i),
 			ProcessInstanceID:  r.pi.ID, ActivityInstanceID: a.row.ID, ActivityID: a.def.ID,

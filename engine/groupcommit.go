@@ -220,12 +220,17 @@ func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest
 }
 
 // callBody runs body, turning a panic into an error so that one run's
-// bug cannot strand the callers queued behind it.
+// bug cannot strand the callers queued behind it, and then sends the
+// writes the store held back (store.Tx.Flush), so that their errors are
+// this member's and not the next one's.
 func callBody(ctx context.Context, tx store.Tx, body txBody) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("engine transaction panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return body(ctx, tx)
+	if err := body(ctx, tx); err != nil {
+		return err
+	}
+	return tx.Flush(ctx)
 }

@@ -78,8 +78,12 @@ func (r *run) callHooks(a *act, event string) (exception string, err error) {
 		if err != nil {
 			return "", err
 		}
+		tx, err := r.hostTx()
+		if err != nil {
+			return "", err
+		}
 		call := &Call{
-			Tx: r.gormTx(), ToolAgentClass: class, Hook: event, Params: maps.Clone(vars),
+			Tx: tx, ToolAgentClass: class, Hook: event, Params: maps.Clone(vars),
 			ExtendedAttributes: a.def.ExtendedAttributes,
 			IdempotencyKey:     fmt.Sprintf("%d/%d/%d/%s/%d", r.pi.ID, a.row.ID, a.row.Attempt, event, i),
 			ProcessInstanceID:  r.pi.ID, ActivityInstanceID: a.row.ID, ActivityID: a.def.ID,

@@ -202,8 +202,15 @@ func (r *run) activity(id int64) *act {
 	return nil
 }
 
-// gormTx is the transaction applications write through.
-func (r *run) gormTx() *gorm.DB { return r.tx.DB().WithContext(r.ctx) }
+// hostTx is the run's transaction for a host's code (an application, a
+// hook). The writes the store holds back go first, so that their errors
+// are the run's and never surface in the host's statements.
+func (r *run) hostTx() (*gorm.DB, error) {
+	if err := r.tx.Flush(r.ctx); err != nil {
+		return nil, err
+	}
+	return r.tx.DB().WithContext(r.ctx), nil
+}
 
 // setProcess moves the process instance through its state machine.
 func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {

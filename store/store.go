@@ -285,6 +285,18 @@ type Tx interface {
 	// ListHistory returns the history of a process instance in ID order,
 	// which is the order it was written in.
 	ListHistory(ctx context.Context, params ListHistoryParams) ([]HistoryEntry, error)
+
+	// Flush sends the writes a transaction still holds back, and returns
+	// the first of their errors. Inside a transaction a store may hold
+	// back writes whose callers want no result (history, the processed
+	// mark of events, the versioned updates of instances) and send them
+	// with the next statement, reporting their errors (ErrConflict,
+	// ErrNotFound, ErrLeaseLost included) from that statement, Flush or
+	// the commit. A caller that must know a write's outcome before
+	// something else happens (code of its own that will run in the
+	// transaction, the next member of a shared transaction) calls Flush.
+	// Every write is sent before the transaction commits.
+	Flush(ctx context.Context) error
 }
 
 // InsertDefinitionParams are the arguments of Tx.InsertDefinition.

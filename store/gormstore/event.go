@@ -164,18 +164,15 @@ func (s *Store) MarkEventsProcessed(ctx context.Context, params store.MarkEvents
 		q.WriteString(" AND `claimed_by` = ?")
 		args = append(args, params.Owner)
 	}
-	res, err := s.db.Statement.ConnPool.ExecContext(ctx, q.String(), args...)
-	if err != nil {
-		return wrap(err, "mark %d events processed", len(params.IDs))
+	w := queuedWrite{what: fmt.Sprintf("mark %d events processed", len(params.IDs)), query: q.String(), args: args}
+	if params.Owner != "" {
+		claimed := int64(len(uniqueIDs(params.IDs)))
+		w.rowsOK = func(marked int64) bool { return marked >= claimed }
+		w.failed = func(context.Context) error {
+			return fmt.Errorf("mark events %v processed for %q: %w", params.IDs, params.Owner, store.ErrLeaseLost)
+		}
 	}
-	marked, err := res.RowsAffected()
-	if err != nil {
-		return wrap(err, "mark %d events processed", len(params.IDs))
-	}
-	if params.Owner != "" && marked < int64(len(uniqueIDs(params.IDs))) {
-		return fmt.Errorf("mark events %v processed for %q: %w", params.IDs, params.Owner, store.ErrLeaseLost)
-	}
-	return nil
+	return s.write(ctx, w)
 }
 
 func uniqueIDs(ids []int64) map[int64]bool {

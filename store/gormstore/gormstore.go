@@ -45,6 +45,10 @@ type Store struct {
 	// readCommitted: every MySQL session of the pool runs at READ
 	// COMMITTED already (mysqlsession.go).
 	readCommitted bool
+	// pipelined: the pool's MySQL sessions take several statements in
+	// one text, so transactions begun by InTx pipeline their writes
+	// (pipeline.go).
+	pipelined bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -68,7 +72,7 @@ func New(db *gorm.DB) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("gormstore: unsupported dialect %q (want sqlite or mysql)", name)
 	}
-	return &Store{db: db, dialect: dialect, gate: gateFor(db), readCommitted: readCommittedSessions(db)}, nil
+	return &Store{db: db, dialect: dialect, gate: gateFor(db), readCommitted: readCommittedSessions(db), pipelined: pipelinedSessions(db)}, nil
 }
 
 // Capabilities implements store.Store. MySQL means MySQL 8.0.1 or MariaDB
@@ -93,7 +97,8 @@ func (s *Store) Capabilities() store.Capabilities {
 // when they change an indexed column.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	var opts []*sql.TxOptions
-	if !s.inTx() {
+	nested := s.inTx()
+	if !nested {
 		opts = s.txOptions()
 	}
 	if err := s.gate.enter(ctx); err != nil {
@@ -106,7 +111,10 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	}
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids, readCommitted: s.readCommitted})
+		if sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx); ok && s.pipelined && !nested {
+			tx.Statement.ConnPool = &pipeline{tx: sqlTx}
+		}
+		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids, readCommitted: s.readCommitted, pipelined: s.pipelined})
 		return fnErr
 	}, opts...)
 	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged
@@ -190,9 +198,32 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 // RETURNING makes every INSERT keep a statement journal. More than one
 // chunk runs inside a transaction (a savepoint when nested), so that the
 // rows are all or nothing.
+//
+// One chunk is a write that needs no result, queued on a pipelined MySQL
+// transaction (pipeline.go).
 func insertRows(ctx context.Context, s *Store, table string, columns []string, rows [][]any) error {
-	_, err := insertChunks(ctx, s, table, columns, rows, nil)
-	return err
+	if len(rows) == 0 || len(rows) > batchSize {
+		_, err := insertChunks(ctx, s, table, columns, rows, nil)
+		return err
+	}
+	query, args := insertStatement(s, table, columns, rows)
+	return s.write(ctx, queuedWrite{what: "insert into " + table, query: query, args: args})
+}
+
+// insertStatement is the multi-row INSERT of rows into table.
+func insertStatement(s *Store, table string, columns []string, rows [][]any) (string, []any) {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?,", len(columns)), ",") + ")"
+	var q strings.Builder
+	q.WriteString(s.statementVerb("INSERT", table) + " INTO `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES ")
+	args := make([]any, 0, len(rows)*len(columns))
+	for i, r := range rows {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString(one)
+		args = append(args, r...)
+	}
+	return q.String(), args
 }
 
 // insertRowsSQLite is insertRows for a SQLite table whose id is an
@@ -242,22 +273,11 @@ func insertChunks(ctx context.Context, s *Store, table string, columns []string,
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	one := "(" + strings.TrimSuffix(strings.Repeat("?,", len(columns)), ",") + ")"
-	head := s.statementVerb("INSERT", table) + " INTO `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES "
 	insert := func(db *gorm.DB) error {
 		for start := 0; start < len(rows); start += batchSize {
 			chunk := rows[start:min(start+batchSize, len(rows))]
-			var q strings.Builder
-			q.WriteString(head)
-			args := make([]any, 0, len(chunk)*len(columns))
-			for i, r := range chunk {
-				if i > 0 {
-					q.WriteByte(',')
-				}
-				q.WriteString(one)
-				args = append(args, r...)
-			}
-			res, err := db.Statement.ConnPool.ExecContext(ctx, q.String(), args...)
+			query, args := insertStatement(s, table, columns, chunk)
+			res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
 			if err != nil {
 				return err
 			}

@@ -84,23 +84,26 @@ func (s *Store) updateVersioned(ctx context.Context, table, what string, id, exp
 	}
 	q.WriteString("`version` = `version` + 1 WHERE `id` = ? AND `version` = ?")
 	args = append(args, id, expected)
-	res, err := s.db.Statement.ConnPool.ExecContext(ctx, q.String(), args...)
+	err = s.write(ctx, queuedWrite{
+		what:   fmt.Sprintf("update %s %d", what, id),
+		query:  q.String(),
+		args:   args,
+		rowsOK: func(n int64) bool { return n == 1 },
+		failed: func(ctx context.Context) error {
+			var versions []int64
+			if err := s.db.WithContext(ctx).Table(table).Where("id = ?", id).Pluck("version", &versions).Error; err != nil {
+				return wrap(err, "update %s %d", what, id)
+			}
+			if len(versions) == 0 {
+				return fmt.Errorf("update %s %d: %w", what, id, store.ErrNotFound)
+			}
+			return fmt.Errorf("update %s %d: expected version %d, found %d: %w", what, id, expected, versions[0], store.ErrConflict)
+		},
+	})
 	if err != nil {
-		return 0, wrap(err, "update %s %d", what, id)
+		return 0, err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, wrap(err, "update %s %d", what, id)
-	} else if n == 1 {
-		return expected + 1, nil
-	}
-	var versions []int64
-	if err := s.db.WithContext(ctx).Table(table).Where("id = ?", id).Pluck("version", &versions).Error; err != nil {
-		return 0, wrap(err, "update %s %d", what, id)
-	}
-	if len(versions) == 0 {
-		return 0, fmt.Errorf("update %s %d: %w", what, id, store.ErrNotFound)
-	}
-	return 0, fmt.Errorf("update %s %d: expected version %d, found %d: %w", what, id, expected, versions[0], store.ErrConflict)
+	return expected + 1, nil
 }
 
 // ListProcessInstances implements store.Tx.
@@ -312,27 +315,28 @@ func (s *Store) UpdateActivityInstances(ctx context.Context, params []store.Upda
 	}
 	q.WriteString(" AND `version` = ")
 	args = byID(&q, args, func(p store.UpdateActivityInstanceParams) any { return p.ExpectedVersion })
-	res, err := s.db.Statement.ConnPool.ExecContext(ctx, q.String(), args...)
-	if err != nil {
-		return wrap(err, "update %d activity instances", len(params))
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap(err, "update %d activity instances", len(params))
-	}
-	if n == int64(len(params)) {
-		return nil
-	}
-	var found []int64
-	if err := s.db.WithContext(ctx).Table(tableActivityInstances).Where("id IN ?", ids).Pluck("id", &found).Error; err != nil {
-		return wrap(err, "update %d activity instances", len(params))
-	}
-	for _, id := range ids {
-		if !slices.Contains(found, id) {
-			return fmt.Errorf("update activity instance %d: %w", id, store.ErrNotFound)
-		}
-	}
-	return fmt.Errorf("update %d activity instances: %d had the expected version: %w", len(params), n, store.ErrConflict)
+	var updated int64
+	return s.write(ctx, queuedWrite{
+		what:  fmt.Sprintf("update %d activity instances", len(params)),
+		query: q.String(),
+		args:  args,
+		rowsOK: func(n int64) bool {
+			updated = n
+			return n == int64(len(params))
+		},
+		failed: func(ctx context.Context) error {
+			var found []int64
+			if err := s.db.WithContext(ctx).Table(tableActivityInstances).Where("id IN ?", ids).Pluck("id", &found).Error; err != nil {
+				return wrap(err, "update %d activity instances", len(params))
+			}
+			for _, id := range ids {
+				if !slices.Contains(found, id) {
+					return fmt.Errorf("update activity instance %d: %w", id, store.ErrNotFound)
+				}
+			}
+			return fmt.Errorf("update %d activity instances: %d had the expected version: %w", len(params), updated, store.ErrConflict)
+		},
+	})
 }
 
 // ListActivityInstances implements store.Tx.

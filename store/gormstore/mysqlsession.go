@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
 
@@ -52,4 +53,23 @@ func (s *Store) txOptions() []*sql.TxOptions {
 		return nil
 	}
 	return []*sql.TxOptions{{Isolation: sql.LevelReadCommitted}}
+}
+
+// pipelinedSessions reports whether db is a MySQL pool whose DSN lets a
+// statement text hold several statements (multiStatements) with their
+// arguments written into the text by the driver (interpolateParams), as
+// a pipeline's batches need (pipeline.go).
+func pipelinedSessions(db *gorm.DB) bool {
+	d, ok := db.Dialector.(*gormmysql.Dialector)
+	if !ok || d.Config == nil {
+		return false
+	}
+	cfg := d.DSNConfig
+	if cfg == nil {
+		var err error
+		if cfg, err = mysql.ParseDSN(d.DSN); err != nil {
+			return false
+		}
+	}
+	return cfg.MultiStatements && cfg.InterpolateParams
 }

@@ -130,7 +130,12 @@ func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 // the arguments into the statement text itself (escaping them for the
 // connection's character set) instead of a server-side PREPARE, EXECUTE
 // and CLOSE per statement, which triples the round trips of the engine's
-// many short statements. The pool keeps up to mysqlIdleConns idle
+// many short statements. Unless the DSN says otherwise, also
+// multiStatements=true: a store transaction then sends the writes that
+// need no answer together with the next statement, in one round trip
+// (pipeline.go); a host that runs its own SQL text on this pool should
+// know that one text may then hold several statements (build SQL with
+// arguments, never by pasting values in). The pool keeps up to mysqlIdleConns idle
 // connections (database/sql's default of 2 makes a busy engine open and
 // close connections all the time). Every session runs at READ COMMITTED,
 // the level the store's transactions use (InTx), unless the DSN sets
@@ -146,6 +151,9 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 	cfg.Loc = time.UTC
 	if !strings.Contains(dsn, "interpolateParams=") {
 		cfg.InterpolateParams = true
+	}
+	if !strings.Contains(dsn, "multiStatements=") {
+		cfg.MultiStatements = true
 	}
 	db, err := openMySQLSessions(cfg)
 	if err != nil {

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Event", h.testEvents)
 	t.Run("History", h.testHistory)
 	t.Run("InTx", h.testInTx)
+	t.Run("Flush", h.testFlush)
 	t.Run("Time", h.testTime)
 	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
 	t.Run("Timer", h.testTimers)

@@ -1,0 +1,267 @@
+package gormstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// On MySQL every statement is a round trip to the server, and at the
+// engine's size of statement the round trip costs both sides more than
+// the statement does: the engine's step of about eight statements spent
+// most of the server's CPU in its network layer and task switches. A
+// store transaction on MySQL therefore pipelines: the writes whose
+// callers want no result (history rows, the processed mark of events, the
+// versioned updates of process and activity instances) wait in a queue
+// and go to the server in one multi-statement text together with the
+// next statement that does want a result, or before the commit. A write
+// that must change a known number of rows is followed in that text by
+// SELECT ROW_COUNT(), whose result is checked before the caller of that
+// next statement sees anything.
+//
+// The queue keeps the order of the statements, so every read sees the
+// writes before it. A queued write that fails makes the statement that
+// sent it fail, or Flush, or the commit; the engine flushes at the end of
+// every run and before it hands its transaction to a host's application,
+// so that a failure is reported to the run it belongs to, never to the
+// host's code.
+//
+// It needs the go-sql-driver DSN options multiStatements and
+// interpolateParams (the statements are sent as text; the server cannot
+// prepare several statements as one), which OpenMySQL sets unless the DSN
+// says otherwise. A pool without them runs every statement at once.
+
+// queuedWrite is a write that may wait in a pipeline's queue.
+type queuedWrite struct {
+	// what the write does, for its errors ("update process instance 7").
+	what  string
+	query string
+	args  []any
+	// rowsOK, when not nil, checks the number of rows the write changed;
+	// the write is then followed by SELECT ROW_COUNT() in the batch.
+	rowsOK func(n int64) bool
+	// failed returns the error for a row count rowsOK refused. It runs
+	// after the batch is read and may query the transaction.
+	failed func(ctx context.Context) error
+}
+
+// write runs w on s's connection or transaction: queued when s is a
+// pipelined MySQL transaction, at once otherwise. Its errors say what w
+// does; those of a queued write come from the statement, Flush or commit
+// that sends it.
+func (s *Store) write(ctx context.Context, w queuedWrite) error {
+	if p, ok := s.db.Statement.ConnPool.(*pipeline); ok {
+		p.queue = append(p.queue, w)
+		return nil
+	}
+	res, err := s.db.Statement.ConnPool.ExecContext(ctx, w.query, w.args...)
+	if err != nil || w.rowsOK == nil {
+		return wrap(err, "%s", w.what)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(err, "%s", w.what)
+	}
+	if w.rowsOK(n) {
+		return nil
+	}
+	return w.failed(ctx)
+}
+
+// Flush implements store.Tx: it sends the writes queued on a pipelined
+// transaction and checks them. Elsewhere there is nothing to send.
+func (s *Store) Flush(ctx context.Context) error {
+	if p, ok := s.db.Statement.ConnPool.(*pipeline); ok {
+		return p.flush(ctx)
+	}
+	return nil
+}
+
+// pipeline is the gorm.ConnPool of a pipelined MySQL transaction: the
+// *sql.Tx underneath gorm, with the queue of writes waiting to be sent.
+// Like the transaction, it is for one goroutine at a time.
+type pipeline struct {
+	tx    *sql.Tx
+	queue []queuedWrite
+}
+
+var (
+	_ gorm.ConnPool    = (*pipeline)(nil)
+	_ gorm.TxCommitter = (*pipeline)(nil)
+)
+
+// errNoRowCount is a batch whose answer lacks a row count it asked for.
+var errNoRowCount = errors.New("gormstore: pipelined batch: no row count for a queued write")
+
+// take empties the queue into one multi-statement text (each checked
+// write followed by SELECT ROW_COUNT()), its arguments, and the checked
+// writes in the order of their counts in the answer.
+func (p *pipeline) take() (query string, args []any, checked []queuedWrite) {
+	var q strings.Builder
+	for i, w := range p.queue {
+		if i > 0 {
+			q.WriteString(";\n")
+		}
+		q.WriteString(w.query)
+		args = append(args, w.args...)
+		if w.rowsOK != nil {
+			q.WriteString(";\nSELECT ROW_COUNT()")
+			checked = append(checked, w)
+		}
+	}
+	p.queue = p.queue[:0]
+	return q.String(), args, checked
+}
+
+// readCounts reads the row counts of the checked writes, the first
+// result sets of rows, and returns the error of the first write whose
+// count is wrong (rows are then closed). Otherwise rows are left at the
+// result set after the counts, if there is one; then reports whether
+// there is.
+func readCounts(ctx context.Context, rows *sql.Rows, checked []queuedWrite) (more bool, err error) {
+	var wrong *queuedWrite
+	for i := range checked {
+		if i > 0 && !rows.NextResultSet() {
+			return false, closeWith(rows, errNoRowCount)
+		}
+		var n int64
+		if !rows.Next() {
+			return false, closeWith(rows, errNoRowCount)
+		}
+		if err := rows.Scan(&n); err != nil {
+			return false, closeWith(rows, err)
+		}
+		if wrong == nil && !checked[i].rowsOK(n) {
+			wrong = &checked[i]
+		}
+	}
+	if wrong != nil {
+		if err := rows.Close(); err != nil {
+			return false, err
+		}
+		return false, wrong.failed(ctx)
+	}
+	if len(checked) == 0 {
+		return true, nil // rows are at their first result set
+	}
+	if rows.NextResultSet() {
+		return true, nil
+	}
+	// No result set after the counts: the rest of the batch had none, or
+	// failed.
+	return false, closeWith(rows, rows.Err())
+}
+
+// closeWith closes rows and returns err, or the error of Close when err
+// is nil.
+func closeWith(rows *sql.Rows, err error) error {
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// flush sends the queue, if any, and checks the row counts.
+func (p *pipeline) flush(ctx context.Context) error {
+	if len(p.queue) == 0 {
+		return nil
+	}
+	query, args, checked := p.take()
+	if len(checked) == 0 {
+		_, err := p.tx.ExecContext(ctx, query, args...)
+		return err
+	}
+	rows, err := p.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	more, err := readCounts(ctx, rows, checked)
+	if err != nil {
+		return err
+	}
+	if more {
+		return closeWith(rows, fmt.Errorf("gormstore: pipelined batch: a result set after the row counts"))
+	}
+	return nil
+}
+
+// ExecContext implements gorm.ConnPool. Queued writes go first, in the
+// same text when none of them needs its row count checked (the result is
+// that of query, the last statement). ROLLBACK TO SAVEPOINT drops the
+// queue instead: everything queued came after the latest savepoint, whose
+// SAVEPOINT statement sent the queue before it.
+func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if len(p.queue) == 0 {
+		return p.tx.ExecContext(ctx, query, args...)
+	}
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(query)), "ROLLBACK TO") {
+		p.queue = p.queue[:0]
+		return p.tx.ExecContext(ctx, query, args...)
+	}
+	for _, w := range p.queue {
+		if w.rowsOK != nil {
+			if err := p.flush(ctx); err != nil {
+				return nil, err
+			}
+			return p.tx.ExecContext(ctx, query, args...)
+		}
+	}
+	batch, batchArgs, _ := p.take()
+	return p.tx.ExecContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
+}
+
+// QueryContext implements gorm.ConnPool: the queued writes and their row
+// counts go in one text with query, whose rows are returned.
+func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if len(p.queue) == 0 {
+		return p.tx.QueryContext(ctx, query, args...)
+	}
+	batch, batchArgs, checked := p.take()
+	rows, err := p.tx.QueryContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := readCounts(ctx, rows, checked); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// QueryRowContext implements gorm.ConnPool. A *sql.Row cannot be moved
+// past the row counts, so the queue is sent first. When that fails, the
+// returned row's Scan fails, with the context's error that stopped it.
+func (p *pipeline) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := p.flush(ctx); err != nil {
+		failed, cancel := context.WithCancelCause(ctx)
+		cancel(err)
+		return p.tx.QueryRowContext(failed, query, args...)
+	}
+	return p.tx.QueryRowContext(ctx, query, args...)
+}
+
+// PrepareContext implements gorm.ConnPool; the queue is sent first.
+func (p *pipeline) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if err := p.flush(ctx); err != nil {
+		return nil, err
+	}
+	return p.tx.PrepareContext(ctx, query)
+}
+
+// Commit implements gorm.TxCommitter: the queue is sent and checked
+// before the transaction commits.
+func (p *pipeline) Commit() error {
+	if err := p.flush(context.Background()); err != nil {
+		return err
+	}
+	return p.tx.Commit()
+}
+
+// Rollback implements gorm.TxCommitter; the queue is dropped.
+func (p *pipeline) Rollback() error {
+	p.queue = p.queue[:0]
+	return p.tx.Rollback()
+}
