@@ -1,0 +1,118 @@
+package gormstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
+)
+
+// reopenMySQL opens the database of db again with multiStatements set as
+// given, and closes it when the test ends.
+func reopenMySQL(t *testing.T, db *gorm.DB, multiStatements bool) *gorm.DB {
+	t.Helper()
+	d, ok := db.Dialector.(*gormmysql.Dialector)
+	require.True(t, ok)
+	cfg := d.DSNConfig.Clone()
+	cfg.MultiStatements = multiStatements
+	dsn := cfg.FormatDSN()
+	if !multiStatements {
+		dsn += "&multiStatements=false" // said, or OpenMySQL turns it on
+	}
+	again, err := gormstore.OpenMySQL(dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		sqlDB, err := again.DB()
+		require.NoError(t, err)
+		require.NoError(t, sqlDB.Close())
+	})
+	return again
+}
+
+// TestPipelinedTransaction covers the statements of a pipelined MySQL
+// transaction that the conformance suite cannot reach through store.Tx:
+// the host's own statements (gorm's Exec, Row) in the engine's
+// transaction, after writes the store held back. And a pool whose DSN
+// turns multiStatements off runs every write at once.
+func TestPipelinedTransaction(t *testing.T) {
+	t.Parallel()
+	base := openMySQL(t)
+	s := newStore(t, reopenMySQL(t, base, true))
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	pi, err := s.InsertProcessInstance(ctx, store.ProcessInstance{DefinitionID: 1, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0})
+	require.NoError(t, err)
+	history := func(n int) []store.HistoryEntry {
+		var hs []store.HistoryEntry
+		for range n {
+			hs = append(hs, store.HistoryEntry{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "Running", At: t0})
+		}
+		return hs
+	}
+	stale := store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 9, State: "Completed", UpdatedAt: t0}
+
+	t.Run("Exec", func(t *testing.T) {
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			db := tx.(*gormstore.Store).DB().WithContext(ctx)
+			// Three history rows wait; the host's UPDATE goes in the same
+			// text and its result is its own.
+			require.NoError(t, tx.InsertHistory(ctx, history(3)))
+			res := db.Exec("UPDATE goxpdl_process_instances SET diagnosis = ? WHERE id = ?", "host", pi.ID)
+			require.NoError(t, res.Error)
+			require.Equal(t, int64(1), res.RowsAffected)
+			var n int64
+			require.NoError(t, db.Raw("SELECT COUNT(*) FROM goxpdl_history WHERE process_instance_id = ?", pi.ID).Scan(&n).Error)
+			require.Equal(t, int64(3), n)
+
+			// A refused write waits; the host's next statement is not run
+			// and reports it.
+			_, err := tx.UpdateProcessInstance(ctx, stale)
+			require.NoError(t, err, "held back")
+			res = db.Exec("UPDATE goxpdl_process_instances SET diagnosis = ? WHERE id = ?", "lost", pi.ID)
+			require.ErrorIs(t, res.Error, store.ErrConflict)
+			return res.Error
+		})
+		require.ErrorIs(t, err, store.ErrConflict)
+		got, err := s.GetProcessInstance(ctx, pi.ID)
+		require.NoError(t, err)
+		require.Empty(t, got.Diagnosis, "rolled back")
+	})
+
+	t.Run("Row", func(t *testing.T) {
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			db := tx.(*gormstore.Store).DB().WithContext(ctx)
+			_, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Suspended", UpdatedAt: t0})
+			require.NoError(t, err)
+			var state string
+			require.NoError(t, db.Raw("SELECT state FROM goxpdl_process_instances WHERE id = ?", pi.ID).Row().Scan(&state))
+			require.Equal(t, "Suspended", state)
+
+			_, err = tx.UpdateProcessInstance(ctx, stale)
+			require.NoError(t, err, "held back")
+			require.Error(t, db.Raw("SELECT state FROM goxpdl_process_instances WHERE id = ?", pi.ID).Row().Scan(&state),
+				"a row read after a refused write fails")
+			return nil
+		})
+		require.NoError(t, err, "the refused write was reported to the read, and is gone")
+		got, err := s.GetProcessInstance(ctx, pi.ID)
+		require.NoError(t, err)
+		require.Equal(t, "Suspended", got.State)
+		require.Equal(t, int64(2), got.Version)
+	})
+
+	t.Run("NotPipelined", func(t *testing.T) {
+		plain := newStore(t, reopenMySQL(t, base, false))
+		err := plain.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.UpdateProcessInstance(ctx, stale)
+			require.ErrorIs(t, err, store.ErrConflict, "without multiStatements a write runs at once")
+			return nil
+		})
+		require.NoError(t, err)
+	})
+}
