@@ -57,7 +57,7 @@ func TestPipelinedTransaction(t *testing.T) {
 	}
 	stale := store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 9, State: "Completed", UpdatedAt: t0}
 
-	t.Run("Exec", func(t *testing.T) {
+	t.Run("Exec", func(t *testing.T) { //nolint:paralleltest // the steps share one instance and build on each other
 		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			db := tx.(*gormstore.Store).DB().WithContext(ctx)
 			// Three history rows wait; the host's UPDATE goes in the same
@@ -84,7 +84,7 @@ func TestPipelinedTransaction(t *testing.T) {
 		require.Empty(t, got.Diagnosis, "rolled back")
 	})
 
-	t.Run("Row", func(t *testing.T) {
+	t.Run("Row", func(t *testing.T) { //nolint:paralleltest // the steps share one instance and build on each other
 		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			db := tx.(*gormstore.Store).DB().WithContext(ctx)
 			_, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Suspended", UpdatedAt: t0})
@@ -106,7 +106,7 @@ func TestPipelinedTransaction(t *testing.T) {
 		require.Equal(t, int64(2), got.Version)
 	})
 
-	t.Run("NotPipelined", func(t *testing.T) {
+	t.Run("NotPipelined", func(t *testing.T) { //nolint:paralleltest // the steps share one instance and build on each other
 		plain := newStore(t, reopenMySQL(t, base, false))
 		err := plain.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			_, err := tx.UpdateProcessInstance(ctx, stale)
