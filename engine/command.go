@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -55,9 +56,36 @@ func (e *Engine) StartProcess(ctx context.Context, opts StartOptions) (int64, er
 	return e.startProcess(ctx, nil, opts)
 }
 
+// Transaction runs fn in a transaction of the host's database db, as
+// db.Transaction does (committed when fn returns nil, rolled back
+// otherwise), and tells the engine when it has committed. The engine
+// cannot see the commit of a transaction it did not begin: a …Tx command
+// asks for an outbox poll as it returns, and that poll usually runs after
+// the commit, which is quicker, and finds the work the command left (a
+// started instance to schedule, a completed work item's next activities,
+// a signal). When the poll runs first, the work waits for the next one,
+// up to Config.PollInterval. After Transaction it starts at once.
+//
+// db is the host's pool. Inside a transaction of the host's own, fn runs
+// in a savepoint, and the engine learns of nothing until the host's
+// commit: call the …Tx commands directly there instead.
+func (e *Engine) Transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+	if db == nil {
+		return fmt.Errorf("%w: Transaction with a nil database", ErrConfig)
+	}
+	_, nested := db.Statement.ConnPool.(gorm.TxCommitter)
+	if err := db.WithContext(ctx).Transaction(fn, opts...); err != nil {
+		return err
+	}
+	if !nested {
+		e.bus.Nudge()
+	}
+	return nil
+}
+
 // StartProcessTx is StartProcess inside the host's transaction tx: the
 // instance exists if and only if tx commits. The engine picks it up from
-// the outbox after the commit (within Config.PollInterval).
+// the outbox after the commit (see Transaction).
 func (e *Engine) StartProcessTx(ctx context.Context, tx *gorm.DB, opts StartOptions) (int64, error) {
 	if tx == nil {
 		return 0, fmt.Errorf("%w: StartProcessTx with a nil transaction", ErrConfig)

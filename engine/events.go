@@ -130,8 +130,8 @@ func (e *Engine) Signal(ctx context.Context, name string, opts SignalOpts) (Broa
 
 // SignalTx is Signal inside the host's transaction tx: the signal is sent
 // if and only if tx commits, to the events waiting then as tx sees them.
-// The deliveries are picked up from the outbox after the commit (within
-// Config.PollInterval).
+// The deliveries are picked up from the outbox after the commit (see
+// Engine.Transaction).
 func (e *Engine) SignalTx(ctx context.Context, tx *gorm.DB, name string, opts SignalOpts) (Broadcast, error) {
 	if tx == nil {
 		return Broadcast{}, fmt.Errorf("%w: SignalTx with a nil transaction", ErrConfig)

@@ -484,7 +484,7 @@ func TestSignal(t *testing.T) {
 			errRollback := errors.New("host rolls back")
 			id := h.startProcess("events", "waiter", nil)
 			h.idle()
-			rollback := db.Transaction(func(tx *gorm.DB) error {
+			rollback := h.e.Transaction(h.ctx, db, func(tx *gorm.DB) error {
 				sent, err := h.e.SignalTx(h.ctx, tx, "go", engine.SignalOpts{Instance: id})
 				require.NoError(t, err)
 				require.Len(t, sent.Receivers, 1)
@@ -493,16 +493,13 @@ func TestSignal(t *testing.T) {
 			require.ErrorIs(t, rollback, errRollback)
 			h.idle()
 			require.Equal(t, waiting, activityStates(h, id)["Wait"], "nothing was sent")
-			require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+			// Engine.Transaction commits and tells the engine, which then
+			// polls the outbox for the signal's event (a nudge; this
+			// engine's fake clock does not tick the poller).
+			require.NoError(t, h.e.Transaction(h.ctx, db, func(tx *gorm.DB) error {
 				_, err := h.e.SignalTx(h.ctx, tx, "go", engine.SignalOpts{Instance: id})
 				return err
 			}))
-			// The engine nudged its poller before the host committed, and
-			// this engine's fake clock never ticks the poller again: a poll
-			// that ran before the commit found nothing. Recover wakes the
-			// poller after the commit, as a host would (or the next tick).
-			_, err := h.e.Recover(h.ctx)
-			require.NoError(t, err)
 			rec.await(t, id, engine.RecordSignalCaught, 1) // through the outbox poller
 			require.Equal(t, []string{"Done"}, openActivities(h, id))
 		})
