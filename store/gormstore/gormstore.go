@@ -112,7 +112,8 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx); ok && s.pipelined && !nested {
-			tx.Statement.ConnPool = &pipeline{tx: sqlTx}
+			pool, _ := tx.ConnPool.(*sql.DB)
+			tx.Statement.ConnPool = &pipeline{tx: sqlTx, pool: pool}
 		}
 		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids, readCommitted: s.readCommitted, pipelined: s.pipelined})
 		return fnErr

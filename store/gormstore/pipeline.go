@@ -86,13 +86,19 @@ func (s *Store) Flush(ctx context.Context) error {
 // Like the transaction, it is for one goroutine at a time.
 type pipeline struct {
 	tx    *sql.Tx
+	pool  *sql.DB // the pool tx was begun on, for gorm's DB()
 	queue []queuedWrite
 }
 
 var (
-	_ gorm.ConnPool    = (*pipeline)(nil)
-	_ gorm.TxCommitter = (*pipeline)(nil)
+	_ gorm.ConnPool       = (*pipeline)(nil)
+	_ gorm.TxCommitter    = (*pipeline)(nil)
+	_ gorm.GetDBConnector = (*pipeline)(nil)
 )
+
+// GetDBConn implements gorm.GetDBConnector: DB() on the transaction's
+// *gorm.DB returns the pool, as it does over a plain *sql.Tx.
+func (p *pipeline) GetDBConn() (*sql.DB, error) { return p.pool, nil }
 
 // errNoRowCount is a batch whose answer lacks a row count it asked for.
 var errNoRowCount = errors.New("gormstore: pipelined batch: no row count for a queued write")

@@ -60,6 +60,9 @@ func TestPipelinedTransaction(t *testing.T) {
 	t.Run("Exec", func(t *testing.T) { //nolint:paralleltest // the steps share one instance and build on each other
 		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			db := tx.(*gormstore.Store).DB().WithContext(ctx)
+			pool, err := db.DB()
+			require.NoError(t, err, "gorm's DB() works in a pipelined transaction")
+			require.NoError(t, pool.PingContext(ctx))
 			// Three history rows wait; the host's UPDATE goes in the same
 			// text and its result is its own.
 			require.NoError(t, tx.InsertHistory(ctx, history(3)))
@@ -72,7 +75,7 @@ func TestPipelinedTransaction(t *testing.T) {
 
 			// A refused write waits; the host's next statement is not run
 			// and reports it.
-			_, err := tx.UpdateProcessInstance(ctx, stale)
+			_, err = tx.UpdateProcessInstance(ctx, stale)
 			require.NoError(t, err, "held back")
 			res = db.Exec("UPDATE goxpdl_process_instances SET diagnosis = ? WHERE id = ?", "lost", pi.ID)
 			require.ErrorIs(t, res.Error, store.ErrConflict)
