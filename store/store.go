@@ -295,7 +295,9 @@ type Tx interface {
 	// the commit. A caller that must know a write's outcome before
 	// something else happens (code of its own that will run in the
 	// transaction, the next member of a shared transaction) calls Flush.
-	// Every write is sent before the transaction commits.
+	// Every write is sent before the transaction commits. After such an
+	// error the caller rolls back, as after any other: the writes sent
+	// together with the refused one may have happened.
 	Flush(ctx context.Context) error
 }
 
