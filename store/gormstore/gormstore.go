@@ -49,6 +49,9 @@ type Store struct {
 	// one text, so transactions begun by InTx pipeline their writes
 	// (pipeline.go).
 	pipelined bool
+	// returning: the MySQL server returns the ids of an INSERT (MariaDB's
+	// INSERT … RETURNING).
+	returning bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -72,7 +75,10 @@ func New(db *gorm.DB) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("gormstore: unsupported dialect %q (want sqlite or mysql)", name)
 	}
-	return &Store{db: db, dialect: dialect, gate: gateFor(db), readCommitted: readCommittedSessions(db), pipelined: pipelinedSessions(db)}, nil
+	return &Store{
+		db: db, dialect: dialect, gate: gateFor(db),
+		readCommitted: readCommittedSessions(db), pipelined: pipelinedSessions(db), returning: returnsInsertIDs(db),
+	}, nil
 }
 
 // Capabilities implements store.Store. MySQL means MySQL 8.0.1 or MariaDB
@@ -115,7 +121,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 			pool, _ := tx.ConnPool.(*sql.DB)
 			tx.Statement.ConnPool = &pipeline{tx: sqlTx, pool: pool}
 		}
-		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids, readCommitted: s.readCommitted, pipelined: s.pipelined})
+		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids, readCommitted: s.readCommitted, pipelined: s.pipelined, returning: s.returning})
 		return fnErr
 	}, opts...)
 	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged
@@ -204,8 +210,10 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 // transaction (pipeline.go).
 func insertRows(ctx context.Context, s *Store, table string, columns []string, rows [][]any) error {
 	if len(rows) == 0 || len(rows) > batchSize {
-		_, err := insertChunks(ctx, s, table, columns, rows, nil)
-		return err
+		return insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, _ int) error {
+			_, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
+			return err
+		})
 	}
 	query, args := insertStatement(s, table, columns, rows)
 	return s.write(ctx, queuedWrite{what: "insert into " + table, query: query, args: args})
@@ -234,7 +242,11 @@ func insertStatement(s *Store, table string, columns []string, rows [][]any) (st
 // largest id the table ever had), and the statement reports the last.
 func insertRowsSQLite(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
-	_, err := insertChunks(ctx, s, table, columns, rows, func(n int, res sql.Result) error {
+	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) error {
+		res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
 		last, err := res.LastInsertId()
 		if err != nil {
 			return err
@@ -247,18 +259,65 @@ func insertRowsSQLite(ctx context.Context, s *Store, table string, columns []str
 	return ids, err
 }
 
-// insertModels inserts models and sets their ids: on SQLite as plain
-// multi-row INSERTs of columns (the model's values in that order), on
-// MySQL with gorm's batch create.
+// insertRowsMySQL is insertRows for a MySQL table whose id is an
+// AUTO_INCREMENT column: it returns the new rows' ids, in the order of
+// rows, as plain statements rather than gorm's Create (whose reflection
+// cost the engine more than the statement). MariaDB returns them (INSERT …
+// RETURNING, 10.5 and later); MySQL reports the first, and the rows of a
+// multi-row INSERT of values get consecutive ids under every
+// innodb_autoinc_lock_mode.
+func insertRowsMySQL(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
+	ids := make([]int64, 0, len(rows))
+	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) error {
+		if !s.returning {
+			res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
+			if err != nil {
+				return err
+			}
+			first, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			for i := range n {
+				ids = append(ids, first+int64(i))
+			}
+			return nil
+		}
+		got, err := db.Statement.ConnPool.QueryContext(ctx, query+" RETURNING `id`", args...)
+		if err != nil {
+			return err
+		}
+		before := len(ids)
+		for got.Next() {
+			var id int64
+			if err := got.Scan(&id); err != nil {
+				return closeWith(got, err)
+			}
+			ids = append(ids, id)
+		}
+		if err := closeWith(got, got.Err()); err != nil {
+			return err
+		}
+		if len(ids)-before != n {
+			return fmt.Errorf("insert into %s: %d ids returned for %d rows", table, len(ids)-before, n)
+		}
+		return nil
+	})
+	return ids, err
+}
+
+// insertModels inserts models (their columns' values in the order of
+// columns) as plain multi-row INSERTs, and sets their ids.
 func insertModels[M any](ctx context.Context, s *Store, table string, columns []string, models []M, values func(M) []any, setID func(*M, int64)) error {
-	if s.dialect != store.DialectSQLite {
-		return createBatch(ctx, s, models)
-	}
 	rows := make([][]any, len(models))
 	for i, m := range models {
 		rows[i] = values(m)
 	}
-	ids, err := insertRowsSQLite(ctx, s, table, columns, rows)
+	insert := insertRowsSQLite
+	if s.dialect == store.DialectMySQL {
+		insert = insertRowsMySQL
+	}
+	ids, err := insert(ctx, s, table, columns, rows)
 	if err != nil {
 		return err
 	}
@@ -268,32 +327,28 @@ func insertModels[M any](ctx context.Context, s *Store, table string, columns []
 	return nil
 }
 
-// insertChunks runs the INSERTs of insertRows, calling inserted (when not
-// nil) with each chunk's size and result.
-func insertChunks(ctx context.Context, s *Store, table string, columns []string, rows [][]any, inserted func(n int, res sql.Result) error) (int, error) {
+// insertChunks runs the multi-row INSERTs of rows into table, at most
+// batchSize rows each, through insert (which runs one and reads what it
+// needs of its result). More than one runs in a transaction of its own (a
+// savepoint when nested), so that the rows are all or nothing.
+func insertChunks(ctx context.Context, s *Store, table string, columns []string, rows [][]any, insert func(db *gorm.DB, query string, args []any, n int) error) error {
 	if len(rows) == 0 {
-		return 0, nil
+		return nil
 	}
-	insert := func(db *gorm.DB) error {
+	all := func(db *gorm.DB) error {
 		for start := 0; start < len(rows); start += batchSize {
 			chunk := rows[start:min(start+batchSize, len(rows))]
 			query, args := insertStatement(s, table, columns, chunk)
-			res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
-			if err != nil {
+			if err := insert(db, query, args, len(chunk)); err != nil {
 				return err
-			}
-			if inserted != nil {
-				if err := inserted(len(chunk), res); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
 	}
 	if len(rows) <= batchSize {
-		return len(rows), insert(s.db)
+		return all(s.db)
 	}
-	return len(rows), s.db.WithContext(ctx).Transaction(insert)
+	return s.db.WithContext(ctx).Transaction(all)
 }
 
 // statementVerb is verb (INSERT or UPDATE) as a multi-row statement on

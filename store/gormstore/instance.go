@@ -191,7 +191,7 @@ func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.Activ
 		ms[i].Version = 1
 	}
 	if s.dialect != store.DialectSQLite {
-		if err := createBatch(ctx, s, ms); err != nil {
+		if err := insertModels(ctx, s, tableActivityInstances, activityInstanceColumns, ms, activityInstanceModel.values, func(m *activityInstanceModel, id int64) { m.ID = id }); err != nil {
 			return nil, wrap(err, "insert %d activity instances", len(insts))
 		}
 	} else if err := s.insertActivityInstancesSQLite(ctx, ms); err != nil {
