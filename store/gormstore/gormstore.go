@@ -242,21 +242,29 @@ func insertStatement(s *Store, table string, columns []string, rows [][]any) (st
 // largest id the table ever had), and the statement reports the last.
 func insertRowsSQLite(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
-	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) error {
-		res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		last, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		for i := range n {
-			ids = append(ids, last-int64(n-1-i))
-		}
-		return nil
+	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) (err error) {
+		ids, err = appendInsertIDs(ctx, db, ids, query, args, n, func(last int64) int64 { return last - int64(n-1) })
+		return err
 	})
 	return ids, err
+}
+
+// appendInsertIDs runs a multi-row INSERT of n rows whose ids are
+// consecutive, and appends them to ids; first turns the id the statement
+// reports (LastInsertId) into the first row's.
+func appendInsertIDs(ctx context.Context, db *gorm.DB, ids []int64, query string, args []any, n int, first func(reported int64) int64) ([]int64, error) {
+	res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
+	if err != nil {
+		return ids, err
+	}
+	reported, err := res.LastInsertId()
+	if err != nil {
+		return ids, err
+	}
+	for i := range int64(n) {
+		ids = append(ids, first(reported)+i)
+	}
+	return ids, nil
 }
 
 // insertRowsMySQL is insertRows for a MySQL table whose id is an
@@ -268,20 +276,10 @@ func insertRowsSQLite(ctx context.Context, s *Store, table string, columns []str
 // innodb_autoinc_lock_mode.
 func insertRowsMySQL(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
-	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) error {
+	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) (err error) {
 		if !s.returning {
-			res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
-			if err != nil {
-				return err
-			}
-			first, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			for i := range n {
-				ids = append(ids, first+int64(i))
-			}
-			return nil
+			ids, err = appendInsertIDs(ctx, db, ids, query, args, n, func(first int64) int64 { return first })
+			return err
 		}
 		got, err := db.Statement.ConnPool.QueryContext(ctx, query+" RETURNING `id`", args...)
 		if err != nil {
