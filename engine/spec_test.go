@@ -1,0 +1,618 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/dbtest"
+	"github.com/goxpdl/goxpdl/timer"
+	"github.com/goxpdl/goxpdl/workitem"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
+)
+
+// specDir holds the engine's specification: datadriven scripts of
+// commands and the trace each one produces (docs/spec.md).
+const specDir = "../testdata/spec"
+
+// TestSpec runs the specification in testdata/spec: every file is a
+// script of commands (deploy, start, complete, fail, advance, ...) on a
+// fresh engine with a fake clock, and the expected output of each command
+// is the trace of what the engine did. It runs on an in-memory SQLite
+// database and, when GOXPDL_MYSQL_DSN is set, on MySQL/MariaDB, against
+// the same expected output. `go test ./engine -run Spec -rewrite`
+// regenerates the output; review the diff.
+func TestSpec(t *testing.T) {
+	t.Parallel()
+	dialects := []dbtest.Dialect{{Name: "SQLite", Open: dbtest.OpenSQLiteMemory}, {Name: "MySQL", Open: dbtest.OpenMySQL}}
+	for _, d := range dialects {
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			if d.Name == "MySQL" {
+				dbtest.MySQLDSN(t) // skips, with the reason, when no server is named
+				if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {
+					t.Skip("-rewrite takes the output from SQLite; run again without it to check MySQL against it")
+				}
+			}
+			datadriven.Walk(t, specDir, func(t *testing.T, path string) {
+				if !strings.HasSuffix(path, ".txt") {
+					t.Skipf("%s is not a spec file", path)
+				}
+				s := newSpec(t, d.Open(t))
+				datadriven.RunTest(t, path, s.run)
+			})
+		})
+	}
+}
+
+// specEpoch is when every spec starts; times are printed relative to it.
+var specEpoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// spec is one script's engine and what the script has named so far.
+type spec struct {
+	t     *testing.T
+	ctx   context.Context
+	db    *gorm.DB
+	clock *timer.Fake
+	cfg   engine.Config
+	e     *engine.Engine
+	apps  map[string]*specApp
+
+	mu      sync.Mutex
+	records []engine.Record
+	unsub   func()
+
+	// aliases name instances (p1, p2, ...) and work items (w1, ...) in
+	// the order the script meets them, so that the output does not depend
+	// on the ids a database hands out.
+	instances []int64
+	items     []int64
+	current   int64 // the instance commands act on by default
+	messages  int   // messages sent so far
+	latest    engine.Deployment
+}
+
+// specApp is what an application registered by the script does: hand
+// back outputs, or fail (a number of times, or always).
+type specApp struct {
+	outputs map[string]any
+	failure string // "", "fatal", "retryable", "exception=NAME", "panic"
+	message string
+	times   int // failures left; <0: always
+	calls   int
+}
+
+func newSpec(t *testing.T, db *gorm.DB) *spec {
+	s := &spec{t: t, ctx: t.Context(), db: db, clock: timer.NewFake(specEpoch), apps: map[string]*specApp{}}
+	s.cfg = engine.Config{
+		DB:           db,
+		Clock:        s.clock,
+		Location:     time.UTC,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PollInterval: 20 * time.Millisecond,
+	}
+	s.startEngine()
+	t.Cleanup(s.stopEngine)
+	return s
+}
+
+func (s *spec) startEngine() {
+	e, err := engine.New(s.cfg)
+	require.NoError(s.t, err)
+	for name := range s.apps {
+		e.RegisterApplication(name, s.application(name))
+	}
+	s.unsub = e.Subscribe(func(r engine.Record) {
+		s.mu.Lock()
+		s.records = append(s.records, r)
+		s.mu.Unlock()
+	})
+	require.NoError(s.t, e.Start(s.ctx))
+	s.e = e
+}
+
+func (s *spec) stopEngine() {
+	if s.e == nil {
+		return
+	}
+	s.unsub()
+	require.NoError(s.t, s.e.Stop(context.Background()))
+	s.e = nil
+}
+
+// run executes one command of the script and returns its output.
+func (s *spec) run(t *testing.T, d *datadriven.TestData) string {
+	s.t = t
+	var out strings.Builder
+	s.takeRecords() // nothing from before counts
+	err := s.do(d, &out)
+	if err != nil {
+		fmt.Fprintf(&out, "error: %v\n", err)
+	}
+	s.settle()
+	s.writeRecords(&out)
+	if out.Len() == 0 {
+		return "ok\n"
+	}
+	return out.String()
+}
+
+func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
+	switch d.Cmd {
+	case "deploy":
+		return s.deploy(d, out)
+	case "start":
+		return s.start(d)
+	case "complete":
+		return s.complete(d)
+	case "app":
+		s.register(d.CmdArgs[0].Key, &specApp{outputs: s.values(d.CmdArgs[1:])})
+		return nil
+	case "fail":
+		return s.fail(d)
+	case "advance":
+		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
+		if err != nil {
+			return err
+		}
+		s.settle() // what is armed is armed
+		s.clock.Advance(dur)
+		return nil
+	case "suspend":
+		return s.e.Suspend(s.ctx, s.instance(d))
+	case "resume":
+		return s.e.Resume(s.ctx, s.instance(d))
+	case "terminate":
+		return s.e.Terminate(s.ctx, s.instance(d))
+	case "signal":
+		b, err := s.e.Signal(s.ctx, d.CmdArgs[0].Key, engine.SignalOpts{Variables: s.values(d.CmdArgs[1:])})
+		if err == nil {
+			fmt.Fprintf(out, "receivers: %d\n", len(b.Receivers))
+		}
+		return err
+	case "send":
+		m := engine.Message{MessageID: fmt.Sprintf("m%d", s.nextMessage()), Instance: s.instance(d), Activity: d.CmdArgs[0].Key, User: "clerk1"}
+		var rest []datadriven.CmdArg
+		for _, a := range d.CmdArgs[1:] {
+			switch a.Key {
+			case "instance":
+			case "ttl":
+				ttl, err := time.ParseDuration(a.Vals[0])
+				if err != nil {
+					return err
+				}
+				m.TTL = ttl
+			default:
+				rest = append(rest, a)
+			}
+		}
+		m.Outputs = s.values(rest)
+		del, err := s.e.Send(s.ctx, m)
+		if err == nil {
+			fmt.Fprintf(out, "delivery: %s\n", del.State)
+		}
+		return err
+	case "recover":
+		_, err := s.e.Recover(s.ctx)
+		return err
+	case "restart":
+		s.stopEngine()
+		s.startEngine()
+		return nil
+	case "state":
+		s.settle()
+		return s.state(d, out)
+	default:
+		return fmt.Errorf("unknown command %q", d.Cmd)
+	}
+}
+
+// deploy deploys the XPDL in the input: a whole document, a graph in the
+// notation of xpdltest.Graph (deploy graph), or WorkflowProcess elements
+// (with any package-level elements before them) wrapped in the package of
+// xpdltest.PackageWith; or a file (deploy file=PATH, relative to the
+// repository).
+func (s *spec) deploy(d *datadriven.TestData, out *strings.Builder) error {
+	var src string
+	switch {
+	case d.HasArg("file"):
+		var path string
+		d.ScanArgs(s.t, "file", &path)
+		data, err := os.ReadFile(filepath.Join("..", path))
+		if err != nil {
+			return err
+		}
+		src = string(data)
+	case d.HasArg("graph"):
+		lines := strings.Split(strings.TrimSpace(d.Input), "\n")
+		src = xpdltest.Graph(lines[0], lines[1:]...)
+	case strings.HasPrefix(strings.TrimSpace(d.Input), "<?xml"), strings.HasPrefix(strings.TrimSpace(d.Input), "<Package"):
+		src = d.Input
+	default:
+		i := strings.Index(d.Input, "<WorkflowProcess ")
+		if i < 0 {
+			return errors.New("deploy: the input holds no WorkflowProcess")
+		}
+		src = xpdltest.PackageWith(d.Input[:i], d.Input[i:])
+	}
+	dep, err := s.e.Deploy(s.ctx, []byte(src))
+	if err != nil {
+		return err
+	}
+	s.latest = dep
+	fmt.Fprintf(out, "deployed %s v%d: %s\n", dep.PackageID, dep.Version, strings.Join(dep.Processes, " "))
+	return nil
+}
+
+// start starts a process: start [PROCESS] [k=v ...]; values are text,
+// parsed by their declared types.
+func (s *spec) start(d *datadriven.TestData) error {
+	opts := engine.StartOptions{DefinitionID: s.latest.ID, TextVariables: map[string]string{}}
+	for i, a := range d.CmdArgs {
+		switch {
+		case i == 0 && len(a.Vals) == 0:
+			opts.Process = a.Key
+		case a.Key == "key" && len(a.Vals) == 1:
+			opts.IdempotencyKey = a.Vals[0]
+		default:
+			opts.TextVariables[a.Key] = strings.Join(a.Vals, ",")
+		}
+	}
+	id, err := s.e.StartProcess(s.ctx, opts)
+	if err != nil {
+		return err
+	}
+	s.current = id
+	s.alias(id)
+	return nil
+}
+
+// complete completes the open work item of an activity of the current
+// instance (or of instance=pN): complete ACTIVITY [user=U] [k=v ...].
+func (s *spec) complete(d *datadriven.TestData) error {
+	activity := d.CmdArgs[0].Key
+	user := "clerk1"
+	var rest []datadriven.CmdArg
+	for _, a := range d.CmdArgs[1:] {
+		switch a.Key {
+		case "user":
+			user = a.Vals[0]
+		case "instance":
+		default:
+			rest = append(rest, a)
+		}
+	}
+	id := s.instance(d)
+	items, err := s.e.WorkItems(s.ctx, engine.WorkItemFilter(id))
+	if err != nil {
+		return err
+	}
+	var found []engine.WorkItem
+	for _, wi := range items {
+		if wi.ActivityDefID == activity {
+			found = append(found, wi)
+		}
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("no open work item of activity %s in %s", activity, s.instanceName(id))
+	}
+	_, err = s.e.CompleteWorkItem(s.ctx, found[0].ID, engine.Completion{User: user, Outputs: s.values(rest)})
+	return err
+}
+
+// fail makes an application fail: fail APP [retryable|exception=NAME|
+// panic] [times=N] [msg=TEXT]; by default fatally, every time.
+func (s *spec) fail(d *datadriven.TestData) error {
+	app := &specApp{failure: "fatal", times: -1, message: "boom"}
+	for _, a := range d.CmdArgs[1:] {
+		switch a.Key {
+		case "retryable", "panic":
+			app.failure = a.Key
+		case "exception":
+			app.failure = "exception=" + a.Vals[0]
+		case "times":
+			n, err := strconv.Atoi(a.Vals[0])
+			if err != nil {
+				return err
+			}
+			app.times = n
+		case "msg":
+			app.message = strings.Join(a.Vals, ",")
+		default:
+			return fmt.Errorf("fail: unknown argument %s", a.Key)
+		}
+	}
+	s.register(d.CmdArgs[0].Key, app)
+	return nil
+}
+
+func (s *spec) register(name string, app *specApp) {
+	s.mu.Lock()
+	s.apps[name] = app
+	s.mu.Unlock()
+	s.e.RegisterApplication(name, s.application(name))
+}
+
+func (s *spec) application(name string) engine.ApplicationFunc {
+	return func(_ context.Context, call *engine.Call) (map[string]any, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		app := s.apps[name]
+		app.calls++
+		if app.failure == "" || app.times == 0 {
+			return app.outputs, nil
+		}
+		if app.times > 0 {
+			app.times--
+		}
+		err := errors.New(app.message)
+		switch {
+		case app.failure == "retryable":
+			return nil, engine.Retryable(err)
+		case app.failure == "panic":
+			panic(app.message)
+		case strings.HasPrefix(app.failure, "exception="):
+			return nil, &engine.ApplicationException{Name: strings.TrimPrefix(app.failure, "exception="), Err: err}
+		}
+		return nil, err
+	}
+}
+
+// values turns k=v arguments into typed values: quoted text is a string,
+// then integers, floats and booleans, and anything else a string.
+func (s *spec) values(args []datadriven.CmdArg) map[string]any {
+	if len(args) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(args))
+	for _, a := range args {
+		v := strings.Join(a.Vals, ",")
+		if unq, err := strconv.Unquote(v); err == nil {
+			out[a.Key] = unq
+		} else if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[a.Key] = n
+		} else if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[a.Key] = f
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			out[a.Key] = b
+		} else {
+			out[a.Key] = v
+		}
+	}
+	return out
+}
+
+// instance is the instance a command names with instance=pN, else the
+// current one.
+func (s *spec) instance(d *datadriven.TestData) int64 {
+	for _, a := range d.CmdArgs {
+		if a.Key == "instance" && len(a.Vals) == 1 {
+			n, err := strconv.Atoi(strings.TrimPrefix(a.Vals[0], "p"))
+			require.NoError(s.t, err, "instance=pN")
+			require.LessOrEqual(s.t, n, len(s.instances), "instance %s is unknown", a.Vals[0])
+			return s.instances[n-1]
+		}
+	}
+	return s.current
+}
+
+func (s *spec) alias(id int64) string {
+	if i := slices.Index(s.instances, id); i >= 0 {
+		return fmt.Sprintf("p%d", i+1)
+	}
+	s.instances = append(s.instances, id)
+	return fmt.Sprintf("p%d", len(s.instances))
+}
+
+func (s *spec) instanceName(id int64) string { return s.alias(id) }
+
+func (s *spec) itemName(id int64) string {
+	if i := slices.Index(s.items, id); i >= 0 {
+		return fmt.Sprintf("w%d", i+1)
+	}
+	s.items = append(s.items, id)
+	return fmt.Sprintf("w%d", len(s.items))
+}
+
+// settle waits until the engine has nothing left to do now: no event
+// queued or running, none in the outbox available, no timer due. Work
+// waiting for people, later timers or a retry's backoff does not count.
+func (s *spec) settle() {
+	st := s.e.Store()
+	for range 2000 {
+		require.NoError(s.t, s.e.WaitIdle(s.ctx))
+		now := s.clock.Now()
+		available, _, err := st.CountUnprocessedEvents(s.ctx, now)
+		require.NoError(s.t, err)
+		due, ok, err := st.NextTimerDue(s.ctx)
+		require.NoError(s.t, err)
+		if available == 0 && (!ok || due.After(now)) {
+			return
+		}
+		if _, err := s.e.Recover(s.ctx); err != nil { // wakes the poller and the timer service
+			require.NoError(s.t, err)
+		}
+		t := timer.Real().NewTimer(2 * time.Millisecond) // the poller runs on its own goroutine
+		<-t.C()
+	}
+	s.t.Fatal("the engine never settled")
+}
+
+func (s *spec) takeRecords() []engine.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs := s.records
+	s.records = nil
+	return recs
+}
+
+// writeRecords prints the records since the last command, instance by
+// instance (instances run in parallel; the records of one are ordered).
+func (s *spec) writeRecords(out *strings.Builder) {
+	recs := s.takeRecords()
+	sort.SliceStable(recs, func(i, j int) bool {
+		if recs[i].Instance != recs[j].Instance {
+			return recs[i].Instance < recs[j].Instance
+		}
+		return recs[i].Seq < recs[j].Seq
+	})
+	for _, r := range recs {
+		out.WriteString(s.formatRecord(r))
+		out.WriteByte('\n')
+	}
+}
+
+func (s *spec) formatRecord(r engine.Record) string {
+	parts := []string{s.alias(r.Instance), r.Type}
+	if r.Activity != "" {
+		parts = append(parts, r.Activity)
+	}
+	if r.WorkItem != 0 {
+		parts = append(parts, s.itemName(r.WorkItem))
+	}
+	if r.State != "" && !redundantState(r) {
+		parts = append(parts, "state="+r.State)
+	}
+	if r.From != "" {
+		parts = append(parts, "from="+r.From)
+	}
+	if r.User != "" {
+		parts = append(parts, "user="+r.User)
+	}
+	if len(r.Assignees) > 0 {
+		parts = append(parts, "assignees="+strings.Join(r.Assignees, ","))
+	}
+	if r.Parent != 0 {
+		parts = append(parts, "parent="+s.alias(r.Parent))
+	}
+	if r.Detail != "" {
+		parts = append(parts, "detail="+strconv.Quote(r.Detail))
+	}
+	if r.Due != nil {
+		parts = append(parts, "due="+relative(*r.Due))
+	}
+	if r.Error != "" {
+		parts = append(parts, "error="+strconv.Quote(firstLine(r.Error)))
+	}
+	return strings.Join(parts, " ")
+}
+
+// redundantState says whether a record's state is implied by its type.
+func redundantState(r engine.Record) bool {
+	switch r.Type {
+	case engine.RecordActivityCompleted, engine.RecordProcessCompleted, engine.RecordProcessTerminated,
+		engine.RecordProcessSuspended, engine.RecordProcessLocked, engine.RecordActivityAbnormal,
+		engine.RecordActivityWaiting, engine.RecordProcessResumed, engine.RecordProcessStarted:
+		return true
+	case engine.RecordWorkItemCreated:
+		return r.State == string(workitem.Offered)
+	case engine.RecordWorkItemCompleted:
+		return r.State == string(workitem.Completed)
+	case engine.RecordWorkItemWithdrawn:
+		return r.State == string(workitem.Withdrawn)
+	}
+	return false
+}
+
+// relative prints a time as an offset from the spec's epoch.
+func relative(t time.Time) string {
+	d := t.Sub(specEpoch)
+	if d < 0 {
+		return "-" + (-d).String()
+	}
+	return "+" + d.String()
+}
+
+// firstLine cuts a panic's stack from an error.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// state prints where an instance stands: state [instance=pN].
+func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
+	id := s.instance(d)
+	pi, err := s.e.Instance(s.ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s %s %s", s.alias(id), pi.ProcessDefID, pi.State)
+	if pi.ParentInstanceID != nil {
+		fmt.Fprintf(out, " parent=%s", s.alias(*pi.ParentInstanceID))
+	}
+	out.WriteByte('\n')
+	if pi.Diagnosis != "" {
+		fmt.Fprintf(out, "  diagnosis: %s\n", pi.Diagnosis)
+	}
+	acts, err := s.e.Activities(s.ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, a := range acts {
+		fmt.Fprintf(out, "  activity %s %s", a.ActivityDefID, a.State)
+		if a.ActivitySetID != "" {
+			fmt.Fprintf(out, " set=%s", a.ActivitySetID)
+		}
+		if a.Diagnosis != "" {
+			fmt.Fprintf(out, " diagnosis=%q", firstLine(a.Diagnosis))
+		}
+		out.WriteByte('\n')
+	}
+	items, err := s.e.WorkItems(s.ctx, store.ListWorkItemsParams{ProcessInstanceID: id})
+	if err != nil {
+		return err
+	}
+	for _, wi := range items {
+		fmt.Fprintf(out, "  workitem %s %s %s\n", s.itemName(wi.ID), wi.ActivityDefID, wi.State)
+	}
+	timers, err := s.e.Timers(s.ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, tm := range timers {
+		fmt.Fprintf(out, "  timer %s %s %s due=%s\n", tm.Kind, tm.Key, tm.State, relative(tm.DueAt))
+	}
+	vars, err := s.e.Variables(s.ctx, id)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(vars))
+	for name := range vars {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(out, "  var %s=%s\n", name, formatValue(vars[name]))
+	}
+	return nil
+}
+
+func formatValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
+}
+
+func (s *spec) nextMessage() int {
+	s.messages++
+	return s.messages
+}
