@@ -75,6 +75,7 @@ type spec struct {
 	cfg   engine.Config
 	e     *engine.Engine
 	apps  map[string]*specApp
+	callCount map[string]int // calls of each application, by name, rolled back or not
 
 	mu      sync.Mutex
 	records []engine.Record
@@ -97,11 +98,10 @@ type specApp struct {
 	failure string // "", "fatal", "retryable", "exception=NAME", "panic"
 	message string
 	times   int // failures left; <0: always
-	calls   int
 }
 
 func newSpec(t *testing.T, db *gorm.DB) *spec {
-	s := &spec{t: t, ctx: t.Context(), db: db, clock: timer.NewFake(specEpoch), apps: map[string]*specApp{}}
+	s := &spec{t: t, ctx: t.Context(), db: db, clock: timer.NewFake(specEpoch), apps: map[string]*specApp{}, callCount: map[string]int{}}
 	s.cfg = engine.Config{
 		DB:           db,
 		Clock:        s.clock,
@@ -109,6 +109,7 @@ func newSpec(t *testing.T, db *gorm.DB) *spec {
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PollInterval: 20 * time.Millisecond,
 	}
+	require.NoError(t, db.Exec("CREATE TABLE spec_calls (app VARCHAR(64) NOT NULL, activity VARCHAR(64) NOT NULL)").Error)
 	s.startEngine()
 	t.Cleanup(s.stopEngine)
 	return s
@@ -220,6 +221,9 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 	case "state":
 		s.settle()
 		return s.state(d, out)
+	case "calls":
+		s.settle()
+		return s.calls(out)
 	default:
 		return fmt.Errorf("unknown command %q", d.Cmd)
 	}
@@ -352,11 +356,16 @@ func (s *spec) register(name string, app *specApp) {
 }
 
 func (s *spec) application(name string) engine.ApplicationFunc {
-	return func(_ context.Context, call *engine.Call) (map[string]any, error) {
+	return func(ctx context.Context, call *engine.Call) (map[string]any, error) {
+		// The host's business write: it commits with the engine's step,
+		// or not at all (the calls command shows which did).
+		if err := call.Tx.WithContext(ctx).Exec("INSERT INTO spec_calls (app, activity) VALUES (?, ?)", name, call.ActivityID).Error; err != nil {
+			return nil, err
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		app := s.apps[name]
-		app.calls++
+		s.callCount[name]++
 		if app.failure == "" || app.times == 0 {
 			return app.outputs, nil
 		}
@@ -601,6 +610,29 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 	sort.Strings(names)
 	for _, name := range names {
 		fmt.Fprintf(out, "  var %s=%s\n", name, formatValue(vars[name]))
+	}
+	return nil
+}
+
+// calls prints how often each application was called, and the business
+// writes of those calls that committed.
+func (s *spec) calls(out *strings.Builder) error {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.apps))
+	for name := range s.apps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(out, "%s called %d times\n", name, s.callCount[name])
+	}
+	s.mu.Unlock()
+	var rows []struct{ App, Activity string }
+	if err := s.db.WithContext(s.ctx).Raw("SELECT app, activity FROM spec_calls ORDER BY app, activity").Scan(&rows).Error; err != nil {
+		return err
+	}
+	for _, r := range rows {
+		fmt.Fprintf(out, "committed: %s by %s\n", r.App, r.Activity)
 	}
 	return nil
 }
