@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -255,9 +259,15 @@ func (r *run) complete(a *act, exception string) error {
 		if len(fired) == 0 {
 			return r.fail(a, fmt.Sprintf("exception %s: no EXCEPTION or DEFAULTEXCEPTION transition", exception))
 		}
-	} else {
+	}
+	var decided []decision
+	if exception == "" {
 		var err error
-		if fired, err = flow.Choose(sc.Flow, a.def, r.condition); err != nil {
+		if fired, err = flow.Choose(sc.Flow, a.def, func(t *xpdl.Transition) (bool, error) {
+			ok, err := r.condition(t)
+			decided = append(decided, decision{t, ok})
+			return ok, err
+		}); err != nil {
 			if isStoreError(err) {
 				return err
 			}
@@ -270,7 +280,9 @@ func (r *run) complete(a *act, exception string) error {
 	if err := r.deferredChoice(a); err != nil {
 		return err
 	}
-	if len(fired) == 0 && len(sc.Flow.Outgoing(a.def.ID)) > 0 {
+	if len(fired) == 0 && hasNormalOutgoing(sc.Flow, a.def) {
+		r.tokens.Lose(sc, a.def, r.lostBecause(decided))
+	} else if len(fired) == 0 && len(sc.Flow.Outgoing(a.def.ID)) > 0 {
 		r.tokens.DeadEnd(sc, a.def)
 	}
 	if err := r.fire(sc, fired); err != nil {
@@ -283,6 +295,69 @@ func (r *run) complete(a *act, exception string) error {
 		return r.endProcess(machine.ProcessComplete, "")
 	}
 	return r.settle(sc)
+}
+
+// decision is a transition condition evaluated as an activity completed.
+type decision struct {
+	t     *xpdl.Transition
+	holds bool
+}
+
+// hasNormalOutgoing reports whether an activity has an outgoing
+// transition other than an exception path: one that its normal
+// completion is meant to take. An activity with none is an end point.
+func hasNormalOutgoing(f *xpdl.Flow, a *xpdl.Activity) bool {
+	for _, t := range f.Outgoing(a.ID) {
+		if t.Condition == nil || (t.Condition.Type != xpdl.ConditionException && t.Condition.Type != xpdl.ConditionDefaultException) {
+			return true
+		}
+	}
+	return false
+}
+
+// identifier matches the names a condition may read.
+var identifier = regexp.MustCompile(`[A-Za-z_$][A-Za-z0-9_$]*`)
+
+// lostBecause says why no transition fired: each condition evaluated,
+// with what it gave, and the values of the variables they read.
+func (r *run) lostBecause(decided []decision) string {
+	if len(decided) == 0 {
+		return "no transition holds and none is OTHERWISE"
+	}
+	vars, _ := r.variables() // loaded already: the conditions read them
+	var parts []string
+	read := map[string]bool{}
+	for _, d := range decided {
+		text := strings.TrimSpace(d.t.Condition.Expression.Text)
+		parts = append(parts, fmt.Sprintf("%s [%s] is %t", d.t.ID, text, d.holds))
+		for _, name := range identifier.FindAllString(text, -1) {
+			if _, ok := vars[name]; ok {
+				read[name] = true
+			}
+		}
+	}
+	why := strings.Join(parts, ", ")
+	if len(read) > 0 {
+		names := slices.Sorted(maps.Keys(read))
+		values := make([]string, len(names))
+		for i, name := range names {
+			values[i] = name + "=" + showValue(vars[name])
+		}
+		why += " (" + strings.Join(values, ", ") + ")"
+	}
+	return why
+}
+
+// showValue prints a variable's value in a diagnosis: strings quoted.
+func showValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
 }
 
 // settle starts OR-joins that can fire and finishes the scope when nothing
@@ -298,7 +373,7 @@ func (r *run) settle(sc flow.Scope) error {
 			live = append(live, a.def.ID)
 		}
 	}
-	starts, outcome, diagnosis := r.tokens.Settle(sc, live)
+	starts, outcome, diagnosis := r.tokens.Settle(sc, live, r.e.lockLost(r.dep))
 	for _, id := range starts {
 		if err := r.startJoin(sc, sc.Flow.Activity(id), nil); err != nil {
 			return err

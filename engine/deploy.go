@@ -39,6 +39,9 @@ type deployment struct {
 	// message catch events): only its instances can have work items or
 	// messages waiting in the inbox when they end.
 	addressable map[string]bool
+	// deadBranch is the package's DeadBranch extended attribute ("" when
+	// it has none; Config.DeadBranch applies then).
+	deadBranch DeadBranchMode
 }
 
 func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
@@ -46,6 +49,9 @@ func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
 		def: def, pkg: pkg,
 		timed: make(map[string]bool, len(pkg.Processes)), signalled: make(map[string]bool, len(pkg.Processes)),
 		addressable: make(map[string]bool, len(pkg.Processes)),
+	}
+	if v, ok := pkg.ExtendedAttributes.Get(AttrDeadBranch); ok {
+		d.deadBranch = DeadBranchMode(strings.ToLower(strings.TrimSpace(v)))
 	}
 	for _, p := range pkg.Processes {
 		d.timed[p.ID] = timedProcess(p)
@@ -148,6 +154,10 @@ func (e *Engine) deploy(ctx context.Context, pkg *xpdl.Package, src []byte) (Dep
 // transaction, arms the timers of its timer start events in place of
 // those of the package's earlier versions.
 func (e *Engine) insertDefinition(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
+	if v, ok := pkg.ExtendedAttributes.Get(AttrDeadBranch); ok && !DeadBranchMode(strings.ToLower(strings.TrimSpace(v))).valid() {
+		return Deployment{}, fmt.Errorf("%w: package %s: extended attribute %s=%q: want %q or %q",
+			xpdl.ErrInvalid, pkg.ID, AttrDeadBranch, v, DeadBranchLock, DeadBranchEnd)
+	}
 	pkg, err := rewrite(pkg)
 	if err != nil {
 		return Deployment{}, err

@@ -120,6 +120,43 @@ type Config struct {
 	// still holds after that many iterations, go Abnormal. Default
 	// DefaultMaxLoopInstances.
 	MaxLoopInstances int
+	// DeadBranch says what a lost branch does: a completed activity that
+	// has outgoing transitions and fires none of them (its conditions all
+	// failed and none is OTHERWISE). DeadBranchLock (the default, paper
+	// §2.1): once nothing else in the process is alive, the process goes
+	// Locking with a diagnosis naming the activity, the conditions it
+	// evaluated and the values they read. DeadBranchEnd: the branch ends
+	// there and the process completes when nothing else is alive, as
+	// Shark does (JaWE's implicit-termination samples rely on it). A
+	// package's DeadBranch extended attribute ("lock" or "end") wins over
+	// this setting for its processes. An activity without outgoing
+	// transitions is an end point either way.
+	DeadBranch DeadBranchMode
+}
+
+// DeadBranchMode is what a lost branch does (Config.DeadBranch).
+type DeadBranchMode string
+
+// The dead-branch modes.
+const (
+	// DeadBranchLock locks the process once nothing else is alive.
+	DeadBranchLock DeadBranchMode = "lock"
+	// DeadBranchEnd ends the branch silently (Shark's behaviour).
+	DeadBranchEnd DeadBranchMode = "end"
+)
+
+// AttrDeadBranch is the package-level extended attribute that sets the
+// dead-branch mode of a package's processes: "lock" or "end".
+const AttrDeadBranch = "DeadBranch"
+
+func (m DeadBranchMode) valid() bool { return m == DeadBranchLock || m == DeadBranchEnd }
+
+// lockLost says whether a lost branch locks d's processes.
+func (e *Engine) lockLost(d *deployment) bool {
+	if d != nil && d.deadBranch != "" {
+		return d.deadBranch == DeadBranchLock
+	}
+	return e.cfg.DeadBranch == DeadBranchLock
 }
 
 // Group commit (groupcommit.go): how many database transactions run the
@@ -217,6 +254,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxLoopInstances <= 0 {
 		cfg.MaxLoopInstances = DefaultMaxLoopInstances
+	}
+	if cfg.DeadBranch == "" {
+		cfg.DeadBranch = DeadBranchLock
+	}
+	if !cfg.DeadBranch.valid() {
+		return nil, fmt.Errorf("%w: Config.DeadBranch is %q, want %q or %q", ErrConfig, cfg.DeadBranch, DeadBranchLock, DeadBranchEnd)
 	}
 	st, err := gormstore.New(cfg.DB)
 	if err != nil {

@@ -79,10 +79,17 @@ func TestControlFlow(t *testing.T) {
 			diag:    "AND-join D can never fire: it waits for t4 from C (arrived: t3 from B)",
 		},
 		{
-			name:    "ImplicitTermination",
-			src:     xpdltest.Graph("A:/and B:/xor C:/xor D E", "A>B", "A>C", "B>D?x > 0", "C>E?x > 0"),
+			name:    "ImplicitTerminationAtEndPoints",
+			src:     xpdltest.Graph("A:/and B C D", "A>B", "A>C", "C>D"),
 			state:   wftype.ProcessCompleted,
+			started: map[string]int{"A": 1, "B": 1, "C": 1, "D": 1},
+		},
+		{
+			name:    "LostBranchesLock",
+			src:     xpdltest.Graph("A:/and B:/xor C:/xor D E", "A>B", "A>C", "B>D?x > 0", "C>E?x > 0"),
+			state:   wftype.ProcessLocking,
 			started: map[string]int{"A": 1, "B": 1, "C": 1},
+			diag:    "branch lost at B: no successor could fire: t3 [x > 0] is false (x=0); branch lost at C: no successor could fire: t4 [x > 0] is false (x=0)",
 		},
 		{
 			name:    "ConditionErrorLeavesActivityAbnormal",

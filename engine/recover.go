@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/goxpdl/goxpdl/timer"
 )
 
 // RecoveryReport says what Recover found and did.
@@ -62,32 +65,19 @@ func (e *Engine) Recover(ctx context.Context) (RecoveryReport, error) {
 }
 
 // WaitQuiet returns when nothing is left to do now: no unprocessed event
-// is available, no timer is due, and the scheduler is idle (or ctx ends).
-// Unlike WaitIdle it looks at the database, so it also waits for events
-// of other nodes and host transactions. Work waiting for people, for a
-// later timer or for a retry's backoff does not count.
+// is available, no timer is due, and the scheduler, the outbox poller and
+// the timer service are idle (or ctx ends). Unlike WaitIdle it looks at
+// the database, so it also waits for events of other nodes and host
+// transactions. Work waiting for people, for a later timer or for a
+// retry's backoff does not count. It works with a fake clock too: between
+// looks it waits on the real clock, briefly.
 func (e *Engine) WaitQuiet(ctx context.Context) error {
 	for {
-		if err := e.sched.WaitIdle(ctx); err != nil {
+		quiet, err := e.Quiet(ctx)
+		if err != nil || quiet {
 			return err
 		}
-		now := e.now()
-		available, _, err := e.store.CountUnprocessedEvents(ctx, now)
-		if err != nil {
-			return err
-		}
-		due, ok, err := e.store.NextTimerDue(ctx)
-		if err != nil {
-			return err
-		}
-		if available == 0 && (!ok || due.After(now)) {
-			return nil
-		}
-		e.bus.Nudge()
-		if ok && !due.After(now) {
-			e.timers.Armed(now)
-		}
-		t := e.clock.NewTimer(e.cfg.PollInterval)
+		t := timer.Real().NewTimer(time.Millisecond) // a look, not a schedule: the components run on their own
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -95,4 +85,35 @@ func (e *Engine) WaitQuiet(ctx context.Context) error {
 		case <-t.C():
 		}
 	}
+}
+
+// Quiet reports whether the engine has nothing to do now (see WaitQuiet),
+// waking the poller and the timer service when the database says they
+// have. It waits for the scheduler to go idle first.
+func (e *Engine) Quiet(ctx context.Context) (bool, error) {
+	if err := e.sched.WaitIdle(ctx); err != nil {
+		return false, err
+	}
+	// The poller and the timer service hand what they take to the
+	// scheduler: busy is checked before the database, and the scheduler
+	// last, so that work in hand-over is seen by one of the looks.
+	if e.bus.Stats().Busy || e.timers.Stats().Busy {
+		return false, nil
+	}
+	now := e.now()
+	available, _, err := e.store.CountUnprocessedEvents(ctx, now)
+	if err != nil {
+		return false, err
+	}
+	due, ok, err := e.store.NextTimerDue(ctx)
+	if err != nil {
+		return false, err
+	}
+	if available > 0 || ok && !due.After(now) || e.bus.HoldsDue(e.clock.Now()) {
+		e.bus.Nudge()
+		e.timers.Armed(now)
+		return false, nil
+	}
+	st := e.sched.Stats()
+	return !e.bus.Stats().Busy && !e.timers.Stats().Busy && st.QueueDepth == 0 && st.CriticalRunning == 0 && st.NormalRunning == 0, nil
 }

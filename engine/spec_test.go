@@ -216,6 +216,14 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 		return err
 	case "restart":
 		s.stopEngine()
+		for _, a := range d.CmdArgs {
+			switch a.Key {
+			case "dead-branch":
+				s.cfg.DeadBranch = engine.DeadBranchMode(a.Vals[0])
+			default:
+				return fmt.Errorf("restart: unknown setting %s", a.Key)
+			}
+		}
 		s.startEngine()
 		return nil
 	case "state":
@@ -445,24 +453,7 @@ func (s *spec) itemName(id int64) string {
 // queued or running, none in the outbox available, no timer due. Work
 // waiting for people, later timers or a retry's backoff does not count.
 func (s *spec) settle() {
-	st := s.e.Store()
-	for range 2000 {
-		require.NoError(s.t, s.e.WaitIdle(s.ctx))
-		now := s.clock.Now()
-		available, _, err := st.CountUnprocessedEvents(s.ctx, now)
-		require.NoError(s.t, err)
-		due, ok, err := st.NextTimerDue(s.ctx)
-		require.NoError(s.t, err)
-		if available == 0 && (!ok || due.After(now)) {
-			return
-		}
-		if _, err := s.e.Recover(s.ctx); err != nil { // wakes the poller and the timer service
-			require.NoError(s.t, err)
-		}
-		t := timer.Real().NewTimer(2 * time.Millisecond) // the poller runs on its own goroutine
-		<-t.C()
-	}
-	s.t.Fatal("the engine never settled")
+	require.NoError(s.t, s.e.WaitQuiet(s.ctx))
 }
 
 func (s *spec) takeRecords() []engine.Record {

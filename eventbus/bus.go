@@ -95,6 +95,9 @@ type Stats struct {
 	// Redelivered counts the events handed over again from memory
 	// (Redeliver).
 	Redelivered uint64
+	// Busy says a poll round is in progress: from the first claim to the
+	// hand-over of what it claimed to the Sink.
+	Busy bool
 }
 
 // Bus is the event bus of one engine node. Its methods are safe for
@@ -113,6 +116,7 @@ type Bus struct {
 	nudge chan struct{} // a pending nudge; capacity 1
 
 	published, dispatched, polled, polls, pollErrors, redelivered atomic.Uint64
+	busy                                                          atomic.Int32
 
 	mu      sync.Mutex
 	held    []heldEvent // events to hand over again, in memory (Redeliver)
@@ -265,6 +269,19 @@ func (b *Bus) Redeliver(ev store.Event, at time.Time) bool {
 	return true
 }
 
+// HoldsDue reports whether events held for redelivery (Redeliver) are
+// due at now: the next poll hands them over.
+func (b *Bus) HoldsDue(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, h := range b.held {
+		if !h.at.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // takeDue removes and returns the held events due at now.
 func (b *Bus) takeDue(now time.Time) []store.Event {
 	b.mu.Lock()
@@ -346,6 +363,7 @@ func (b *Bus) Stats() Stats {
 		Polls:       b.polls.Load(),
 		PollErrors:  b.pollErrors.Load(),
 		Redelivered: b.redelivered.Load(),
+		Busy:        b.busy.Load() > 0,
 	}
 }
 
@@ -369,6 +387,8 @@ func (b *Bus) run(ctx context.Context) {
 // poll claims and delivers batches until one comes back short. A store
 // error ends the round; the next tick retries.
 func (b *Bus) poll(ctx context.Context) {
+	b.busy.Add(1)
+	defer b.busy.Add(-1)
 	defer b.polls.Add(1)
 	if due := b.takeDue(b.clock.Now()); len(due) > 0 {
 		b.redelivered.Add(uint64(len(due)))

@@ -66,6 +66,11 @@ type ServiceStats struct {
 	Rounds uint64
 	// Errors counts failed rounds (retried on the next look).
 	Errors uint64
+	// Busy says a round is in progress: from the first look for due
+	// timers to the hand-over of what fired (FireDue). A caller that
+	// waits for the engine to go quiet checks it after the timers and
+	// before the scheduler.
+	Busy bool
 	// MaxLateness is the largest FiredAt - DueAt seen.
 	MaxLateness time.Duration
 	// Lateness counts the fired timers by FiredAt - DueAt: Lateness[i]
@@ -122,6 +127,7 @@ type Service struct {
 	planned atomic.Int64  // UnixNano of the planned wake-up; 0 when none
 
 	fired, rounds, errs atomic.Uint64
+	busy                atomic.Int32
 	maxLate             atomic.Int64
 	lateness            [len(LatenessBounds) + 1]atomic.Uint64
 
@@ -212,7 +218,7 @@ func (s *Service) Armed(due time.Time) {
 func (s *Service) Stats() ServiceStats {
 	st := ServiceStats{
 		Fired: s.fired.Load(), Rounds: s.rounds.Load(), Errors: s.errs.Load(),
-		MaxLateness: time.Duration(s.maxLate.Load()),
+		MaxLateness: time.Duration(s.maxLate.Load()), Busy: s.busy.Load() > 0,
 	}
 	for i := range s.lateness {
 		st.Lateness[i] = s.lateness[i].Load()
@@ -270,6 +276,8 @@ func (s *Service) observe(late time.Duration) {
 // same instant is moved to the outbox first, so that processing the
 // first batch's events does not hold up the firing of the rest.
 func (s *Service) FireDue(ctx context.Context) error {
+	s.busy.Add(1)
+	defer s.busy.Add(-1) // after handOn: runs last
 	var pending []func()
 	var since time.Time
 	handOn := func() {

@@ -53,6 +53,12 @@ Flags (before the file):
 	                    units, participant mappings) that decides whom work
 	                    items are offered to and who may complete them;
 	                    default: anyone may do anything
+	--dead-branch lock|end  what a lost branch does (an activity that has
+	                    outgoing transitions and fires none of them): lock
+	                    (default) puts the process in Locking once nothing
+	                    else is alive, with a diagnosis; end ends the branch
+	                    silently, as Shark does. A package's DeadBranch
+	                    extended attribute wins over this flag
 	--trace jsonl       one JSON object per line on standard output for every
 	                    event: seq, time, type, process, instance, and where
 	                    relevant activity, activityInstance, workitem, state,
@@ -70,7 +76,7 @@ Exit status:
 	   or cannot progress (for example open work items with --workitems none)
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--trace jsonl] FILE
+const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] FILE
 Run "goxpdl help run" for details.
 `
 
@@ -108,6 +114,7 @@ func (h hookFlags) Set(v string) error { return setPair(h, v, "CLASS=SCRIPT") }
 
 type runOptions struct {
 	file, process, db, workitems, trace, org string
+	deadBranch                               string
 	sets                                     setFlags
 	hooks                                    hookFlags
 }
@@ -124,6 +131,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.workitems, "workitems", "auto", "auto|none")
 	fs.StringVar(&opts.trace, "trace", "", "jsonl")
 	fs.StringVar(&opts.org, "org", "", "organisation file")
+	fs.StringVar(&opts.deadBranch, "dead-branch", "", "lock|end")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOut(stdout, stderr, runUsage, exitOK)
@@ -136,6 +144,9 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	case opts.workitems != "auto" && opts.workitems != "none":
 		printErr(stderr, "goxpdl run: --workitems %q: want auto or none\n", opts.workitems)
+		return exitUsage
+	case opts.deadBranch != "" && opts.deadBranch != string(engine.DeadBranchLock) && opts.deadBranch != string(engine.DeadBranchEnd):
+		printErr(stderr, "goxpdl run: --dead-branch %q: want lock or end\n", opts.deadBranch)
 		return exitUsage
 	case opts.trace != "" && opts.trace != "jsonl":
 		printErr(stderr, "goxpdl run: --trace %q: want jsonl\n", opts.trace)
@@ -193,6 +204,7 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		DB:                      db,
 		Directory:               directory,
 		NoOpUnboundApplications: true,
+		DeadBranch:              engine.DeadBranchMode(opts.deadBranch),
 		Logger:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

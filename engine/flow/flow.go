@@ -33,8 +33,13 @@
 // are absorbed. When it starts, Losers names the activities whose work
 // can now only lead to it, for the caller to withdraw.
 //
-// A branch whose split chooses no transition simply ends (implicit
-// termination, workflow pattern 11); the flow is Done when nothing is
+// A completed activity that has outgoing transitions and fires none of them
+// (its split's conditions all failed and it has no OTHERWISE) loses its
+// branch (Lose). When nothing else is alive the flow is Locked (paper
+// §2.1): the definition has a flaw. Under the Shark convention
+// (Settle's lockLost false) such a branch simply ends instead, as an
+// activity without outgoing transitions always does (implicit
+// termination, workflow pattern 11). The flow is Done when nothing is
 // alive and nothing waits at a join, and Locked when arrivals wait at a
 // join that can never fire.
 package flow
@@ -208,6 +213,11 @@ type Tokens struct {
 	// Passed holds the Complex joins ("block/activity") that have passed
 	// the thread of control on in their current round.
 	Passed map[string]bool `json:"passed,omitempty"`
+	// Lost maps the activities ("block/activity") that completed with
+	// outgoing transitions none of which fired to why (the conditions
+	// they evaluated): branches lost, which lock the flow once nothing
+	// else is alive.
+	Lost map[string]string `json:"lost,omitempty"`
 }
 
 // Decode reads tokens written by Encode; nil or empty data is no tokens.
@@ -236,7 +246,7 @@ func (tk *Tokens) Encode() []byte {
 
 // Empty reports whether nothing is recorded.
 func (tk *Tokens) Empty() bool {
-	return len(tk.Joins) == 0 && len(tk.DeadEnds) == 0 && len(tk.Started) == 0 && len(tk.Passed) == 0
+	return len(tk.Joins) == 0 && len(tk.DeadEnds) == 0 && len(tk.Started) == 0 && len(tk.Passed) == 0 && len(tk.Lost) == 0
 }
 
 // JoinCondition decides the IncomingCondition of Complex join j when
@@ -431,6 +441,22 @@ func (tk *Tokens) DeadEnd(sc Scope, a *xpdl.Activity) {
 	tk.DeadEnds = append(tk.DeadEnds, sc.key(a.ID))
 }
 
+// Lose records that activity a of scope sc completed and none of its
+// outgoing transitions fired; why says which conditions failed and on
+// what values. It is a dead end too. A later loss of the same activity
+// in the scope keeps the first reason.
+func (tk *Tokens) Lose(sc Scope, a *xpdl.Activity, why string) {
+	tk.DeadEnd(sc, a)
+	key := sc.key(a.ID)
+	if _, ok := tk.Lost[key]; ok {
+		return
+	}
+	if tk.Lost == nil {
+		tk.Lost = make(map[string]string)
+	}
+	tk.Lost[key] = why
+}
+
 // joinInputs are the incoming transitions a join waits for: all but the
 // exception paths.
 func joinInputs(f *xpdl.Flow, a *xpdl.Activity) []*xpdl.Transition {
@@ -493,11 +519,13 @@ const (
 // arrival (returning their activity ids, in a stable order, with their
 // arrivals consumed), and reports the flow's outcome; for Locked, a
 // diagnosis naming the joins that can never fire, the transitions they
-// still wait for, and the branches that ended without a successor (dead
-// ends). Dead ends alone do not lock a flow: a branch whose split chose
-// no transition ends there (implicit termination), and the flow is Done
-// once nothing else is alive and nothing waits.
-func (tk *Tokens) Settle(sc Scope, live []string) (starts []string, outcome Outcome, diagnosis string) {
+// still wait for, the branches lost (Lose) with why, and the other
+// branches that ended without a successor (dead ends). With lockLost, a
+// lost branch locks the flow once nothing else is alive (paper §2.1);
+// without it (the Shark convention) a lost branch ends there like any
+// other dead end, and the flow is Done once nothing else is alive and
+// nothing waits.
+func (tk *Tokens) Settle(sc Scope, live []string, lockLost bool) (starts []string, outcome Outcome, diagnosis string) {
 	alive := make(map[string]bool, len(live))
 	for _, id := range live {
 		alive[id] = true
@@ -539,7 +567,8 @@ func (tk *Tokens) Settle(sc Scope, live []string) (starts []string, outcome Outc
 			dead = append(dead, activityOf(key))
 		}
 	}
-	if len(waiting) == 0 {
+	lost := lockLost && slices.ContainsFunc(dead, func(id string) bool { _, ok := tk.Lost[sc.key(id)]; return ok })
+	if len(waiting) == 0 && !lost {
 		// Branches that ended without a successor terminated
 		// implicitly (workflow pattern 11): nothing waits for them.
 		return nil, Done, ""
@@ -555,6 +584,7 @@ func (tk *Tokens) Clear(sc Scope) {
 		}
 	}
 	tk.DeadEnds = slices.DeleteFunc(tk.DeadEnds, sc.owns)
+	maps.DeleteFunc(tk.Lost, func(key string, _ string) bool { return sc.owns(key) })
 	maps.DeleteFunc(tk.Started, func(key string, _ bool) bool { return sc.owns(key) })
 	maps.DeleteFunc(tk.Passed, func(key string, _ bool) bool { return sc.owns(key) })
 }
@@ -638,7 +668,16 @@ func (tk *Tokens) diagnose(sc Scope, waiting, dead []string) string {
 		parts = append(parts, fmt.Sprintf("%s-join %s can never fire: it waits for %s (arrived: %s)",
 			j.Join.Type, j.ID, orNone(lack), orNone(have)))
 	}
+	said := make(map[string]bool, len(dead))
 	for _, id := range dead {
+		if said[id] {
+			continue
+		}
+		said[id] = true
+		if why, ok := tk.Lost[sc.key(id)]; ok && why != "" {
+			parts = append(parts, fmt.Sprintf("branch lost at %s: no successor could fire: %s", id, why))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("branch lost at %s: no successor could fire", id))
 	}
 	return strings.Join(parts, "; ")

@@ -55,7 +55,7 @@ func run(t *testing.T, p *xpdl.Process, start string) (map[string]int, flow.Outc
 		back, err := flow.Decode(data)
 		require.NoError(t, err)
 		tk = *back
-		starts, out, diag := tk.Settle(sc, live)
+		starts, out, diag := tk.Settle(sc, live, true)
 		for _, id := range starts {
 			started[id]++
 			live = append(live, id)
@@ -240,12 +240,12 @@ func TestScopesAreSeparate(t *testing.T) {
 	var tk flow.Tokens
 	require.False(t, arrive(t, &tk, one, p.Transition("t3")))
 	require.False(t, arrive(t, &tk, two, p.Transition("t4")), "an arrival in another block run does not count")
-	_, out, _ := tk.Settle(two, nil)
+	_, out, _ := tk.Settle(two, nil, true)
 	require.Equal(t, flow.Locked, out)
 	tk.Clear(two)
-	_, out, _ = tk.Settle(two, nil)
+	_, out, _ = tk.Settle(two, nil, true)
 	require.Equal(t, flow.Done, out)
-	_, out, _ = tk.Settle(one, nil)
+	_, out, _ = tk.Settle(one, nil, true)
 	require.Equal(t, flow.Locked, out, "clearing one run leaves the other")
 }
 
@@ -281,3 +281,33 @@ var errBoom = errorString("boom")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+func TestLostBranchLocksOnceNothingElseIsAlive(t *testing.T) {
+	t.Parallel()
+	p := process(t, xpdltest.Graph("A:/and B:/xor C D E", "A>B", "A>E", "B>C?no", "B>D?no"))
+	sc := flow.Scope{Flow: &p.Flow}
+	for _, tc := range []struct {
+		name     string
+		lockLost bool
+		want     flow.Outcome
+		diag     string
+	}{
+		{"Paper", true, flow.Locked, "branch lost at B: no successor could fire: t3 no: false"},
+		{"Shark", false, flow.Done, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var tk flow.Tokens
+			tk.Lose(sc, p.Activity("B"), "t3 no: false")
+			back, err := flow.Decode(tk.Encode())
+			require.NoError(t, err)
+			_, out, _ := back.Settle(sc, []string{"E"}, tc.lockLost)
+			require.Equal(t, flow.Busy, out, "E is still alive")
+			_, out, diag := back.Settle(sc, nil, tc.lockLost)
+			require.Equal(t, tc.want, out)
+			require.Equal(t, tc.diag, diag)
+			back.Clear(sc)
+			require.True(t, back.Empty(), "Clear forgets the loss")
+		})
+	}
+}

@@ -38,7 +38,7 @@ func TestNonReentrantActivityStartsOncePerScope(t *testing.T) {
 
 	back.Clear(sc)
 	require.True(t, arrive(t, back, sc, p.Transition("t4")), "a cleared scope starts it again")
-	_, out, _ := back.Settle(sc, nil)
+	_, out, _ := back.Settle(sc, nil, true)
 	require.Equal(t, flow.Done, out, "absorbed arrivals do not wait anywhere")
 }
 
@@ -51,7 +51,7 @@ func TestNonReentrantAndJoinStartsOnce(t *testing.T) {
 	require.True(t, arrive(t, &tk, sc, p.Transition("t4")))
 	require.False(t, arrive(t, &tk, sc, p.Transition("t3")), "a second round is absorbed")
 	require.False(t, arrive(t, &tk, sc, p.Transition("t4")))
-	_, out, _ := tk.Settle(sc, nil)
+	_, out, _ := tk.Settle(sc, nil, true)
 	require.Equal(t, flow.Done, out)
 }
 
@@ -122,10 +122,10 @@ func TestComplexJoinRoundEndsWhenTheRestCannotArrive(t *testing.T) {
 	start, err := tk.Arrive(sc, p.Transition("t4"), atLeast(1))
 	require.NoError(t, err)
 	require.True(t, start)
-	_, out, _ := tk.Settle(sc, []string{"C"})
+	_, out, _ := tk.Settle(sc, []string{"C"}, true)
 	require.Equal(t, flow.Busy, out, "C may still arrive")
 	require.False(t, tk.Empty())
-	_, out, _ = tk.Settle(sc, nil)
+	_, out, _ = tk.Settle(sc, nil, true)
 	require.Equal(t, flow.Done, out, "C's branch died: the round is over, nothing is locked")
 	require.True(t, tk.Empty())
 }
@@ -138,7 +138,7 @@ func TestComplexJoinThatNeverHoldsLocks(t *testing.T) {
 	start, err := tk.Arrive(sc, p.Transition("t5"), atLeast(2))
 	require.NoError(t, err)
 	require.False(t, start)
-	_, out, diag := tk.Settle(sc, nil)
+	_, out, diag := tk.Settle(sc, nil, true)
 	require.Equal(t, flow.Locked, out)
 	require.Contains(t, diag, "Complex-join Join can never fire")
 	require.Contains(t, diag, "t6 from C")
