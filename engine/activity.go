@@ -48,6 +48,11 @@ func (r *run) startActivity(a *act) error {
 	if r.state() != wftype.ProcessRunning || a.row.State != string(wftype.ActivityInitiated) {
 		return nil
 	}
+	if target := r.failTarget(a); len(r.doomed) > 0 {
+		if diagnosis, ok := r.doomed[target.key]; ok {
+			return r.failDoomed(target, diagnosis) // it failed in an attempt rolled back
+		}
+	}
 	if isLoop(a) {
 		return r.startWaiting(a) // it waits for its instances (loop.go)
 	}
@@ -238,9 +243,69 @@ func priority(text string) int {
 }
 
 // fail puts an activity in Abnormal: an operator must retry or skip it, or
-// terminate the process.
+// terminate the process. Nothing the failed work did stays: the first
+// time, fail rolls the whole transaction back (errRolledBack), the host's
+// writes with it, and transact runs it again with the activity doomed,
+// so that it goes Abnormal without being run (startActivity) or, where
+// the failure is not in running it, here. An activity inside an activity
+// set dooms the block activity at the top of its sets instead (paper
+// §2.5: a set is one transaction): the block goes Abnormal with the
+// cause, its set's activities end, and retrying the block runs the whole
+// set again.
 func (r *run) fail(a *act, diagnosis string) error {
+	target := r.failTarget(a)
+	doomed, ok := r.doomed[target.key]
+	if !ok {
+		if target != a {
+			diagnosis = fmt.Sprintf("activity set %s rolled back: activity %s failed: %s", target.def.Block.ActivitySet, a.def.ID, diagnosis)
+		}
+		return &rolledBack{key: target.key, diagnosis: diagnosis}
+	}
+	if target != a {
+		return r.failDoomed(target, doomed)
+	}
 	return r.setActivity(a, machine.ActivityFail, diagnosis)
+}
+
+// failTarget is the activity a failure of a puts in Abnormal: a itself at
+// the top level of the process, else the block activity that runs the
+// outermost activity set a is in.
+func (r *run) failTarget(a *act) *act {
+	t := a
+	for t.scope.Block != 0 {
+		block := r.activity(t.scope.Block)
+		if block == nil {
+			break
+		}
+		t = block
+	}
+	return t
+}
+
+// failDoomed puts a doomed activity in Abnormal without running it: a
+// block activity's set activities end with it.
+func (r *run) failDoomed(a *act, diagnosis string) error {
+	if a.row.State == string(wftype.ActivityInitiated) {
+		if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
+			return err
+		}
+	}
+	if err := r.interrupt(a); err != nil {
+		return err
+	}
+	return r.setActivity(a, machine.ActivityFail, diagnosis)
+}
+
+// rolledBack is the error that rolls a transaction back because an
+// activity failed (fail); transact runs it again with the activity
+// doomed.
+type rolledBack struct {
+	key       string
+	diagnosis string
+}
+
+func (e *rolledBack) Error() string {
+	return "activity " + e.key + " failed: " + e.diagnosis + " (the transaction is run again without it)"
 }
 
 // complete finishes an activity and routes: the transitions chosen by its
@@ -586,7 +651,7 @@ func (r *run) callTools(a *act) (exception string, err error) {
 			IdempotencyKey:     fmt.Sprintf("%d/%d/%d/%d", r.pi.ID, a.row.ID, a.row.Attempt, i),
 			ProcessInstanceID:  r.pi.ID, ActivityInstanceID: a.row.ID, ActivityID: a.def.ID,
 		}
-		if r.redelivered {
+		if r.redelivered || r.rerun {
 			if v, ok := call.ExtendedAttributes.Get(AttrRetryable); ok && strings.EqualFold(strings.TrimSpace(v), "false") {
 				return "", fmt.Errorf("%w: application %s is declared Retryable=false and an earlier attempt of activity %s may have called it",
 					ErrNotRetried, app.ID, a.def.ID)

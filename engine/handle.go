@@ -111,10 +111,19 @@ var errSkip = errors.New("skip")
 // the engine's own transaction commits, the produced events go to the
 // scheduler and the records to observers.
 func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn func(r *run) error) error {
+	doomed := map[string]string{}
+	bodies := 0 // runs of the body, across attempts and group-commit replays
 	for attempt := 0; ; attempt++ {
 		var r *run
 		body := func(ctx context.Context, tx store.Tx) error {
+			bodies++
 			r = e.newRun(ctx, tx.(*gormstore.Store), actor)
+			r.doomed = doomed
+			// A body run again (a conflict, a failure rolled back, a
+			// group commit replayed after another member failed) may
+			// have called applications before: as for a redelivered
+			// event, those declared not retryable are not called again.
+			r.rerun = bodies > 1
 			if err := fn(r); errors.Is(err, errSkip) {
 				return nil // commit what fn wrote; no instance to write
 			} else if err != nil {
@@ -143,7 +152,14 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 		}
 		if errors.Is(err, store.ErrConflict) && hostTx == nil && attempt < maxConflictRetries {
 			e.conflicts.Add(1)
+			clear(doomed) // the instance moved on: its activities are to be looked at again
 			continue
+		}
+		if rb, ok := errors.AsType[*rolledBack](err); ok && attempt < maxConflictRetries {
+			if _, seen := doomed[rb.key]; !seen {
+				doomed[rb.key] = rb.diagnosis
+				continue
+			}
 		}
 		if err != nil {
 			return err

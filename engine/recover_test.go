@@ -125,3 +125,38 @@ func TestRedeliveredCallsRespectRetryable(t *testing.T) {
 		}
 	})
 }
+
+// A transaction run again in the same delivery (here a conflict: the
+// application moves the instance's version on, as another node's commit
+// would; the same holds for a group commit replayed after another member
+// failed) counts as a redelivery: an application declared
+// Retryable="false" is not called a second time.
+func TestRerunDoesNotRepeatNonRetryableCalls(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db)
+		calls := 0
+		var mu sync.Mutex
+		h.e.RegisterApplication("once", func(_ context.Context, c *engine.Call) (map[string]any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if calls == 1 { // the instance changes underneath this transaction
+				return nil, c.Tx.Exec("UPDATE goxpdl_process_instances SET version = version + 1 WHERE id = ?", c.ProcessInstanceID).Error
+			}
+			return nil, nil
+		})
+		h.start()
+		h.deploy(xpdltest.PackageWith(`<Applications>
+  <Application Id="once"><ExtendedAttributes><ExtendedAttribute Name="Retryable" Value="false"/></ExtendedAttributes></Application>
+</Applications>`, xpdltest.Process("p", "", tool("O", "once"), "")))
+		id := h.startProcess("pkg", "", nil)
+		require.NoError(t, h.e.WaitQuiet(h.ctx))
+		require.Equal(t, 1, calls, "not called again when the transaction ran again")
+		acts, err := h.e.Activities(h.ctx, id)
+		require.NoError(t, err)
+		require.Len(t, acts, 1)
+		require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
+		require.ErrorContains(t, errors.New(acts[0].Diagnosis), "Retryable=false")
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ type run struct {
 	// redelivered says that the event this run handles was delivered
 	// before: an earlier attempt may have called applications.
 	redelivered bool
+	// rerun says that this transaction's work ran before, in an attempt
+	// that rolled back (transact): it may have called applications too.
+	rerun bool
 	// startKey is the idempotency key of the instance a start command
 	// creates (StartOptions.IdempotencyKey).
 	startKey string
@@ -59,6 +63,15 @@ type run struct {
 	timers     []store.Timer          // timers to arm at flush
 	nextDue    time.Time              // the earliest timer this run (or its children) armed; zero for none
 	due        time.Time              // when the timer this run handles was due; its records say so
+
+	// doomed maps activities (act.key) whose failure rolled an earlier
+	// attempt of this transaction back to their diagnosis: this attempt
+	// fails them without running them (see fail). Shared by the attempts
+	// of one transact.
+	doomed map[string]string
+	// created counts the activities this run created, by scope and
+	// definition, to give each a key that a rerun gives it again.
+	created map[string]int
 }
 
 // act is an activity instance with its definition. A run changes
@@ -80,6 +93,12 @@ type act struct {
 	// passOn: a loop instance that completes routing like the activity
 	// itself (completeInstance).
 	passOn bool
+	// key names the activity instance across attempts of one
+	// transaction: "#ID" for one created before the run; for one the run
+	// creates, its scope's key, its definition id and how many of them
+	// the run created before it, which a rerun from the same state gives
+	// it again even where the database gives it another ID (MySQL).
+	key string
 }
 
 // unfinishedStates are the activity states an instance may still move
@@ -188,7 +207,7 @@ func (r *run) bind(row store.ActivityInstance) (*act, error) {
 	if def == nil {
 		return nil, fmt.Errorf("activity instance %d: activity %s not in process %s", row.ID, row.ActivityDefID, r.proc.ID)
 	}
-	return &act{row: row, def: def, scope: sc}, nil
+	return &act{row: row, def: def, scope: sc, key: "#" + strconv.FormatInt(row.ID, 10)}, nil
 }
 
 func (r *run) state() wftype.ProcessState { return wftype.ProcessState(r.pi.State) }
@@ -327,7 +346,18 @@ func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (
 		}
 		row.ID = id
 	}
-	a := &act{row: row, def: def, scope: sc}
+	prefix := ""
+	if sc.Block != 0 {
+		if block := r.activity(sc.Block); block != nil {
+			prefix = block.key
+		}
+	}
+	prefix += "/" + def.ID
+	if r.created == nil {
+		r.created = make(map[string]int)
+	}
+	r.created[prefix]++
+	a := &act{row: row, def: def, scope: sc, key: prefix + "." + strconv.Itoa(r.created[prefix])}
 	r.acts = append(r.acts, a)
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &a.row.ID, Subject: store.SubjectActivity,
