@@ -68,13 +68,13 @@ var specEpoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
 // spec is one script's engine and what the script has named so far.
 type spec struct {
-	t     *testing.T
-	ctx   context.Context
-	db    *gorm.DB
-	clock *timer.Fake
-	cfg   engine.Config
-	e     *engine.Engine
-	apps  map[string]*specApp
+	t         *testing.T
+	ctx       context.Context
+	db        *gorm.DB
+	clock     *timer.Fake
+	cfg       engine.Config
+	e         *engine.Engine
+	apps      map[string]*specApp
 	callCount map[string]int // calls of each application, by name, rolled back or not
 
 	mu      sync.Mutex
