@@ -65,6 +65,10 @@ bench-smoke: ## run every benchmark once, small, so that none of them rots (CI)
 bench-timers: ## 10,000 deadlines due at the same instant (GOXPDL_BENCH_TIMERS changes the count)
 	go test -run '^$$' -bench BenchmarkTimersDueAtOnce -benchtime 1x -timeout 30m ./engine/
 
+.PHONY: bench-pool
+bench-pool: ## the adaptive normal pool against a fixed pool of 8, I/O- and CPU-bound handlers
+	go test -run '^$$' -bench BenchmarkPoolAdapt -benchtime 1x -count 3 ./scheduler/
+
 # One million open work items on SQLite, and on MySQL/MariaDB when
 # GOXPDL_MYSQL_DSN is set (GOXPDL_WORKLIST_ITEMS changes the count).
 .PHONY: bench-worklist

@@ -64,9 +64,21 @@ type Config struct {
 	// CriticalWorkers sizes the pool for process control (terminate,
 	// suspend, resume, scheduling, deadlines); default 4.
 	CriticalWorkers int
-	// NormalWorkers sizes the pool for activity work and application
-	// calls; default 16.
+	// NormalWorkers is the size the pool for activity work and
+	// application calls starts at; default 16. The engine resizes that
+	// pool at run time between NormalWorkersMin and NormalWorkersMax by
+	// its load (docs/engine.md); the critical pool keeps its size.
 	NormalWorkers int
+	// NormalWorkersMin is the smallest the normal pool shrinks to;
+	// default NormalWorkers.
+	NormalWorkersMin int
+	// NormalWorkersMax is the largest the normal pool grows to; default
+	// 128, or NormalWorkers when that is larger. Equal to
+	// NormalWorkersMin, the pool is fixed.
+	NormalWorkersMax int
+	// PoolAdaptInterval is how often the normal pool's load is sampled
+	// and the pool resized; default 500ms.
+	PoolAdaptInterval time.Duration
 	// PollInterval is how often the outbox is polled for events the
 	// engine did not produce itself (a host transaction's, another
 	// node's, ones whose processing failed); default 200ms.
@@ -231,9 +243,6 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.CriticalWorkers <= 0 {
 		cfg.CriticalWorkers = 4
 	}
-	if cfg.NormalWorkers <= 0 {
-		cfg.NormalWorkers = 16
-	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 200 * time.Millisecond
 	}
@@ -308,10 +317,14 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.commits = newGroupCommitter(st, lanes, maxCommitGroup, cfg.Clock, cfg.Logger)
 	e.sched, err = scheduler.New(scheduler.Config{
-		Handler:         e.handle,
-		CriticalWorkers: cfg.CriticalWorkers,
-		NormalWorkers:   cfg.NormalWorkers,
-		Logger:          cfg.Logger,
+		Handler:          e.handle,
+		CriticalWorkers:  cfg.CriticalWorkers,
+		NormalWorkers:    cfg.NormalWorkers,
+		NormalWorkersMin: cfg.NormalWorkersMin,
+		NormalWorkersMax: cfg.NormalWorkersMax,
+		AdaptInterval:    cfg.PoolAdaptInterval,
+		Clock:            cfg.Clock,
+		Logger:           cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -449,8 +462,8 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 
 // Stats are the engine's counters.
 type Stats struct {
-	// Scheduler holds events processed and failed, queue depth and the
-	// pools' running and waiting workers.
+	// Scheduler holds events processed and failed, queue depth, the
+	// pools' running and waiting workers, and their current sizes.
 	Scheduler scheduler.Stats
 	// Bus holds events published and polled.
 	Bus eventbus.Stats

@@ -1,7 +1,8 @@
 // Package scheduler is the executor of goxpdl's dispatch core: it takes
 // events off the bus (it is an eventbus.Sink), keeps a mailbox per process
 // instance, and runs a Handler for each event on one of two goroutine
-// pools (github.com/panjf2000/ants/v2).
+// pools (github.com/panjf2000/ants/v2): a critical one of fixed size and a
+// normal one that adapts to the load.
 //
 // # Rules
 //
@@ -34,11 +35,31 @@
 //     recovered, logged with its stack and counted the same way; it never
 //     kills a worker or the process.
 //
+// # Pool sizes
+//
+// The critical pool has the fixed size Config.CriticalWorkers. The normal
+// pool starts at Config.NormalWorkers and, unless NormalWorkersMin equals
+// NormalWorkersMax, a controller resizes it between them with ants'
+// Tune. Every Config.AdaptInterval (on Config.Clock) it closes a window
+// over the pool: the running handlers integrated over time, the handlers
+// finished, the most that ran at once, what waits for a worker at the
+// end, and the CPU time the process used. It grows the pool when work
+// waits, the handlers filled the pool and the process's CPU is not
+// saturated, to no more workers than keep about 80% of GOMAXPROCS busy at
+// the CPU each busy worker used: handlers blocked in I/O justify many
+// workers, CPU-bound ones about as many as there are cores. A grow that
+// does not raise throughput in the next window is undone and growth
+// pauses (the handlers were waiting on a lock or the database, not on
+// I/O of their own). When workers sit idle and nothing waits, it shrinks
+// the pool gradually, never below the minimum; running handlers finish
+// first. Stats reports the current sizes and the bounds.
+//
 // # Lifecycle
 //
 // New, Start, then Deliver (the bus calls it); Stop drains. Events
 // delivered before Start wait for it. Handlers receive a ctx derived from
 // Start's ctx that is cancelled only on a hard stop: when Stop's ctx ends
 // before the drain has finished, or when Start's ctx is cancelled. The
-// Scheduler owns its pools and goroutines; Stop releases them and waits.
+// Scheduler owns its pools and goroutines (a feeder per pool, the
+// controller); Stop releases them and waits.
 package scheduler

@@ -11,18 +11,21 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/ants/v2"
 
 	"github.com/goxpdl/goxpdl/eventbus"
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/timer"
 )
 
 // Defaults of Config.
 const (
 	// DefaultCriticalWorkers is the default Config.CriticalWorkers.
 	DefaultCriticalWorkers = 4
-	// DefaultNormalWorkers is the default Config.NormalWorkers.
+	// DefaultNormalWorkers is the default Config.NormalWorkers, the size
+	// the normal pool starts at.
 	DefaultNormalWorkers = 16
 )
 
@@ -45,11 +48,27 @@ type Config struct {
 	Handler Handler
 	// CriticalWorkers is the size of the critical pool, which runs process
 	// control (terminate, suspend, resume), deadlines and recovery;
-	// default DefaultCriticalWorkers.
+	// default DefaultCriticalWorkers. The critical pool keeps this size:
+	// it is never resized.
 	CriticalWorkers int
-	// NormalWorkers is the size of the normal pool, which runs activity
-	// work and application calls; default DefaultNormalWorkers.
+	// NormalWorkers is the size the normal pool starts at; it runs
+	// activity work and application calls. Default DefaultNormalWorkers,
+	// lowered to NormalWorkersMax or raised to NormalWorkersMin when one
+	// of them excludes it; set explicitly, it must lie between them.
 	NormalWorkers int
+	// NormalWorkersMin is the smallest the controller shrinks the normal
+	// pool to; default NormalWorkers.
+	NormalWorkersMin int
+	// NormalWorkersMax is the largest the controller grows the normal
+	// pool to; default DefaultNormalWorkersMax, or NormalWorkers when
+	// that is larger. When it equals NormalWorkersMin the pool is fixed
+	// and no controller runs.
+	NormalWorkersMax int
+	// AdaptInterval is how often the controller samples the normal pool's
+	// load and resizes it; default DefaultAdaptInterval.
+	AdaptInterval time.Duration
+	// Clock times the controller's samples; default timer.Real().
+	Clock timer.Clock
 	// Logger receives handler failures and panics; default slog.Default().
 	Logger *slog.Logger
 }
@@ -93,6 +112,13 @@ type Stats struct {
 	NormalWaiting int
 	// Mailboxes is the number of process instances with queued events.
 	Mailboxes int
+	// CriticalWorkers is the size of the critical pool (fixed).
+	CriticalWorkers int
+	// NormalWorkers is the current size of the normal pool.
+	NormalWorkers int
+	// NormalWorkersMin and NormalWorkersMax bound NormalWorkers; they
+	// are equal when the pool is fixed.
+	NormalWorkersMin, NormalWorkersMax int
 }
 
 type lifecycle int
@@ -110,7 +136,15 @@ const (
 type Scheduler struct {
 	handler Handler
 	logger  *slog.Logger
-	workers [numPools]int
+	clock   timer.Clock
+
+	// The normal pool's bounds and the controller's settings; the
+	// current sizes are in workers, guarded by mu.
+	normalMin, normalMax int
+	adaptEvery           time.Duration
+	cpuFunc              func() (time.Duration, bool) // the process's CPU time so far
+	adapter              sync.WaitGroup               // the controller's goroutine
+	adaptHook            func(from, to int)           // tests only: called after each sample
 
 	processed, failed, duplicates, dropped atomic.Uint64
 
@@ -120,11 +154,13 @@ type Scheduler struct {
 	feeders  sync.WaitGroup
 	stopHook func() // tests only: called when Stop begins to drain
 
-	mu     sync.Mutex
-	state  lifecycle
-	pools  [numPools]*ants.Pool
-	ctx    context.Context // the handlers' ctx, derived from Start's
-	cancel context.CancelFunc
+	mu      sync.Mutex
+	state   lifecycle
+	workers [numPools]int // the pools' current sizes
+	meter   loadMeter     // the normal pool's load since the last sample
+	pools   [numPools]*ants.Pool
+	ctx     context.Context // the handlers' ctx, derived from Start's
+	cancel  context.CancelFunc
 
 	mailboxes   map[int64]*mailbox
 	idle        list.List // idle mailboxes, most recently used first
@@ -144,19 +180,29 @@ type Scheduler struct {
 var _ eventbus.Sink = (*Scheduler)(nil)
 
 // New returns a Scheduler. It returns a *ConfigError when Handler is
-// missing or a pool size is negative; zero sizes take their defaults.
+// missing, a pool size or AdaptInterval is negative, or the normal pool's
+// sizes contradict each other; zero values take their defaults.
 func New(cfg Config) (*Scheduler, error) {
 	switch {
 	case cfg.Handler == nil:
 		return nil, &ConfigError{Field: "Handler", Msg: "is required"}
 	case cfg.CriticalWorkers < 0:
 		return nil, &ConfigError{Field: "CriticalWorkers", Msg: fmt.Sprintf("is %d, want >= 0", cfg.CriticalWorkers)}
-	case cfg.NormalWorkers < 0:
-		return nil, &ConfigError{Field: "NormalWorkers", Msg: fmt.Sprintf("is %d, want >= 0", cfg.NormalWorkers)}
+	case cfg.AdaptInterval < 0:
+		return nil, &ConfigError{Field: "AdaptInterval", Msg: fmt.Sprintf("is %s, want >= 0", cfg.AdaptInterval)}
+	}
+	start, lo, hi, err := normalSizes(cfg)
+	if err != nil {
+		return nil, err
 	}
 	s := &Scheduler{
 		handler:     cfg.Handler,
 		logger:      cfg.Logger,
+		clock:       cfg.Clock,
+		normalMin:   lo,
+		normalMax:   hi,
+		adaptEvery:  cmp.Or(cfg.AdaptInterval, DefaultAdaptInterval),
+		cpuFunc:     processCPU,
 		quit:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		mailboxes:   make(map[int64]*mailbox),
@@ -169,8 +215,11 @@ func New(cfg Config) (*Scheduler, error) {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	if s.clock == nil {
+		s.clock = timer.Real()
+	}
 	s.workers[critical] = cmp.Or(cfg.CriticalWorkers, DefaultCriticalWorkers)
-	s.workers[normal] = cmp.Or(cfg.NormalWorkers, DefaultNormalWorkers)
+	s.workers[normal] = start
 	for p := range numPools {
 		s.wake[p] = make(chan struct{}, 1)
 	}
@@ -350,6 +399,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.feeders.Add(1)
 		go s.feed(p)
 	}
+	if s.adaptive() {
+		now := s.clock.Now()
+		s.meter = loadMeter{since: now, last: now}
+		s.adapter.Add(1)
+		go s.adapt()
+	}
 	return nil
 }
 
@@ -408,6 +463,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancel()
 	close(s.quit)
+	s.adapter.Wait() // no Tune once the pools are released
 	for p, pl := range s.pools {
 		// Waits for the running handlers and the pool's own goroutines.
 		if rerr := pl.ReleaseContext(context.Background()); rerr != nil {
@@ -492,6 +548,11 @@ func (s *Scheduler) Stats() Stats {
 		NormalRunning:   s.running[normal],
 		NormalWaiting:   s.waiting[normal],
 		Mailboxes:       s.nonEmpty,
+
+		CriticalWorkers:  s.workers[critical],
+		NormalWorkers:    s.workers[normal],
+		NormalWorkersMin: s.normalMin,
+		NormalWorkersMax: s.normalMax,
 	}
 }
 
@@ -592,6 +653,7 @@ func (s *Scheduler) run(p pool, e entry) {
 		mb.current = ev.ID
 	}
 	s.queued--
+	s.meterLocked(p, 1)
 	s.running[p]++
 	s.mu.Unlock()
 
@@ -599,6 +661,7 @@ func (s *Scheduler) run(p pool, e entry) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.meterLocked(p, -1)
 	s.running[p]--
 	if err == nil {
 		s.processed.Add(1)

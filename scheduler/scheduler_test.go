@@ -12,12 +12,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/timer"
 )
 
 // lockedBuffer is a bytes.Buffer that handlers may log into while a test
@@ -46,11 +48,16 @@ type bundle struct {
 }
 
 // setup returns a Scheduler that is not started yet, logging into
-// bundle.logs.
+// bundle.logs. Without cfg.Clock it gets a fake clock that nobody
+// advances, so that the normal pool keeps its size unless a test moves
+// the clock.
 func setup(t *testing.T, cfg scheduler.Config) *bundle {
 	t.Helper()
 	b := &bundle{ctx: t.Context(), logs: &lockedBuffer{}}
 	cfg.Logger = slog.New(slog.NewTextHandler(b.logs, nil))
+	if cfg.Clock == nil {
+		cfg.Clock = timer.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	}
 	var err error
 	b.sched, err = scheduler.New(cfg)
 	require.NoError(t, err)
@@ -67,6 +74,13 @@ func (b *bundle) start(t *testing.T) {
 func (b *bundle) waitIdle(t *testing.T) {
 	t.Helper()
 	require.NoError(t, b.sched.WaitIdle(b.ctx))
+}
+
+// counters returns stats without the pools' sizes, for tests that compare
+// the counters and queues whole.
+func counters(stats scheduler.Stats) scheduler.Stats {
+	stats.CriticalWorkers, stats.NormalWorkers, stats.NormalWorkersMin, stats.NormalWorkersMax = 0, 0, 0, 0
+	return stats
 }
 
 func ev(id, instance int64, critical bool) store.Event {
@@ -105,6 +119,12 @@ func TestNew(t *testing.T) {
 		{"no handler", scheduler.Config{}, "Handler"},
 		{"negative critical workers", scheduler.Config{Handler: ok, CriticalWorkers: -1}, "CriticalWorkers"},
 		{"negative normal workers", scheduler.Config{Handler: ok, NormalWorkers: -1}, "NormalWorkers"},
+		{"negative normal min", scheduler.Config{Handler: ok, NormalWorkersMin: -1}, "NormalWorkersMin"},
+		{"negative normal max", scheduler.Config{Handler: ok, NormalWorkersMax: -1}, "NormalWorkersMax"},
+		{"min above max", scheduler.Config{Handler: ok, NormalWorkersMin: 9, NormalWorkersMax: 8}, "NormalWorkersMin"},
+		{"start below min", scheduler.Config{Handler: ok, NormalWorkers: 4, NormalWorkersMin: 8}, "NormalWorkers"},
+		{"start above max", scheduler.Config{Handler: ok, NormalWorkers: 20, NormalWorkersMax: 8}, "NormalWorkers"},
+		{"negative adapt interval", scheduler.Config{Handler: ok, AdaptInterval: -time.Second}, "AdaptInterval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +134,39 @@ func TestNew(t *testing.T) {
 			var cfgErr *scheduler.ConfigError
 			require.ErrorAs(t, err, &cfgErr)
 			require.Equal(t, tt.field, cfgErr.Field)
+		})
+	}
+}
+
+// TestNormalPoolSizes: the normal pool's starting size and bounds, from
+// defaults and from what is set; Stats reports them before Start.
+func TestNormalPoolSizes(t *testing.T) {
+	t.Parallel()
+	ok := func(context.Context, store.Event) error { return nil }
+	tests := []struct {
+		name            string
+		cfg             scheduler.Config
+		start, min, max int
+	}{
+		{"defaults", scheduler.Config{}, 16, 16, 128},
+		{"a start", scheduler.Config{NormalWorkers: 8}, 8, 8, 128},
+		{"a start above the default max", scheduler.Config{NormalWorkers: 200}, 200, 200, 200},
+		{"a min", scheduler.Config{NormalWorkersMin: 2}, 16, 2, 128},
+		{"a min above the default start", scheduler.Config{NormalWorkersMin: 32}, 32, 32, 128},
+		{"a max below the default start", scheduler.Config{NormalWorkersMax: 8}, 8, 8, 8},
+		{"all three", scheduler.Config{NormalWorkers: 8, NormalWorkersMin: 4, NormalWorkersMax: 64}, 8, 4, 64},
+		{"fixed", scheduler.Config{NormalWorkers: 8, NormalWorkersMin: 8, NormalWorkersMax: 8}, 8, 8, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.cfg.Handler = ok
+			s, err := scheduler.New(tt.cfg)
+			require.NoError(t, err)
+			stats := s.Stats()
+			require.Equal(t, []int{scheduler.DefaultCriticalWorkers, tt.start, tt.min, tt.max},
+				[]int{stats.CriticalWorkers, stats.NormalWorkers, stats.NormalWorkersMin, stats.NormalWorkersMax})
+			require.NoError(t, s.Stop(t.Context()))
 		})
 	}
 }
@@ -198,7 +251,7 @@ func TestOrderPerInstance(t *testing.T) {
 		require.Len(t, ids, perInst, "instance %d", i)
 		require.True(t, slices.IsSorted(ids), "instance %d saw %v", i, ids)
 	}
-	require.Equal(t, scheduler.Stats{EventsProcessed: instances * perInst}, b.sched.Stats())
+	require.Equal(t, scheduler.Stats{EventsProcessed: instances * perInst}, counters(b.sched.Stats()))
 }
 
 // TestCriticalOvertakesNormal: while every normal worker is held by a slow
@@ -478,7 +531,7 @@ func TestStopCtxEnds(t *testing.T) { //nolint:paralleltest // goleak.VerifyNone 
 	require.ErrorIs(t, <-sawCancel, context.Canceled)
 
 	stats := b.sched.Stats()
-	require.Equal(t, scheduler.Stats{EventsFailed: 2, EventsDropped: 3}, stats)
+	require.Equal(t, scheduler.Stats{EventsFailed: 2, EventsDropped: 3}, counters(stats))
 	require.NoError(t, b.sched.WaitIdle(b.ctx))
 	require.NoError(t, b.sched.Stop(b.ctx), "idempotent")
 	goleak.VerifyNone(t, before)
@@ -504,7 +557,7 @@ func TestStopExpiredCtx(t *testing.T) {
 	expired, cancel := context.WithCancel(b.ctx)
 	cancel()
 	require.ErrorIs(t, b.sched.Stop(expired), context.Canceled)
-	require.Equal(t, scheduler.Stats{EventsFailed: 1, EventsDropped: 1}, b.sched.Stats())
+	require.Equal(t, scheduler.Stats{EventsFailed: 1, EventsDropped: 1}, counters(b.sched.Stats()))
 }
 
 func TestStartStop(t *testing.T) {
@@ -529,7 +582,7 @@ func TestStartStop(t *testing.T) {
 		require.NoError(t, b.sched.Stop(b.ctx))
 		require.NoError(t, b.sched.Stop(b.ctx))
 		require.ErrorIs(t, b.sched.Start(b.ctx), scheduler.ErrStopped)
-		require.Equal(t, scheduler.Stats{EventsDropped: 1}, b.sched.Stats())
+		require.Equal(t, scheduler.Stats{EventsDropped: 1}, counters(b.sched.Stats()))
 		b.waitIdle(t)
 	})
 
@@ -562,7 +615,7 @@ func TestStartStop(t *testing.T) {
 		t.Parallel()
 		b := setup(t, scheduler.Config{Handler: ok})
 		b.sched.Deliver([]store.Event{{ProcessInstanceID: 1, Kind: "unsaved"}})
-		require.Equal(t, scheduler.Stats{EventsDropped: 1}, b.sched.Stats())
+		require.Equal(t, scheduler.Stats{EventsDropped: 1}, counters(b.sched.Stats()))
 		require.Contains(t, b.logs.String(), "without an ID")
 	})
 
