@@ -727,6 +727,15 @@ type Deadline struct {
 	Pos           Pos
 }
 
+// Empty reports whether the deadline sets no time: its expression is
+// empty (an empty DeadlineDuration is schema-valid), or "None" or "null",
+// as some exporters write for no deadline. The validator warns about such
+// a deadline, and the engine arms nothing for it.
+func (d *Deadline) Empty() bool {
+	text := strings.TrimSpace(d.Condition.Text)
+	return text == "" || strings.EqualFold(text, "None") || strings.EqualFold(text, "null")
+}
+
 // LoopType is the kind of an XPDL 2 activity loop.
 type LoopType string
 
