@@ -1,6 +1,9 @@
 package xpdl
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Version is the XPDL version of a package, decided by the namespace of its
 // root element.
@@ -925,6 +928,15 @@ func (p *Package) Process(id string) *Process {
 		}
 	}
 	return nil
+}
+
+// Label names the process for messages: its Id, then its Name in quotes
+// when it has one that differs from the Id, e.g. `p1 "Order handling"`.
+func (p *Process) Label() string {
+	if p.Name == "" || p.Name == p.ID {
+		return p.ID
+	}
+	return p.ID + " " + strconv.Quote(p.Name)
 }
 
 // IsGenerated reports whether Rewrite generated the process (to run a

@@ -32,8 +32,9 @@ as no-ops; JavaScript tool agents run their scripts.
 
 Flags (before the file):
 
-	--process ID        which WorkflowProcess (default: the one that no other
-	                    process in the package uses as a subflow)
+	--process ID|NAME   which WorkflowProcess, by Id or else by Name (default:
+	                    the one that no other process in the package uses as
+	                    a subflow)
 	--db DSN            default: in-memory SQLite.
 	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
 	--set NAME=VALUE    initial value of a data field (repeatable); the value
@@ -64,13 +65,14 @@ standard error.
 Exit status:
 
 	0  the process instance Completed
-	1  the definition is invalid
+	1  the definition is invalid, or the process has no activities (validate
+	   warns that it cannot run) and is not started
 	2  usage error, or a file or the database cannot be used
 	3  the instance ended Terminated or Locking, has an Abnormal activity,
 	   or cannot progress (for example open work items with --workitems none)
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--trace jsonl] FILE
+const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--trace jsonl] FILE
 Run "goxpdl help run" for details.
 `
 
@@ -117,7 +119,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printErr(stderr, "%s", runShortUsage) }
-	fs.StringVar(&opts.process, "process", "", "WorkflowProcess id")
+	fs.StringVar(&opts.process, "process", "", "WorkflowProcess Id or Name")
 	fs.StringVar(&opts.db, "db", "", "database")
 	fs.Var(opts.sets, "set", "NAME=VALUE")
 	fs.Var(opts.hooks, "hook", "CLASS=SCRIPT")
@@ -163,14 +165,9 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		}
 		return exitProblems
 	}
-	proc := pkg.Process(opts.process)
-	if opts.process == "" {
-		if proc, err = engine.MainProcess(pkg); err != nil {
-			printErr(stderr, "goxpdl run: %v (use --process)\n", err)
-			return exitUsage
-		}
-	} else if proc == nil {
-		printErr(stderr, "goxpdl run: no WorkflowProcess %q in %s\n", opts.process, opts.file)
+	proc, err := pickProcess(pkg, opts.file, opts.process)
+	if err != nil {
+		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
 	}
 
@@ -226,7 +223,10 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	id, err := e.StartProcess(ctx, engine.StartOptions{DefinitionID: dep.ID, Process: proc.ID, TextVariables: opts.sets, Actor: "goxpdl run"})
-	if err != nil {
+	if msg, ok := emptyProcessProblem(err, opts.file, proc); ok {
+		printErr(stderr, "%s\n", msg)
+		return exitProblems
+	} else if err != nil {
 		printErr(stderr, "goxpdl run: start: %v\n", err)
 		return exitUsage
 	}
