@@ -41,7 +41,7 @@ func TestRunStopsOnSignal(t *testing.T) { //nolint:paralleltest // it signals th
 	file := filepath.Join(t.TempDir(), "loop.xpdl")
 	require.NoError(t, os.WriteFile(file, []byte(loop), 0o600))
 
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} { //nolint:paralleltest // one signal at a time: each run must receive its own
 		t.Run(sig.String(), func(t *testing.T) {
 			stdout := &signalledWriter{started: make(chan struct{})}
 			var stderr bytes.Buffer
