@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,13 +35,13 @@ func (w *signalledWriter) Write(p []byte) (int, error) {
 // where the instance stands and exits 3, instead of dying silently. The
 // signal goes to this test process, which run's handlers catch.
 func TestRunStopsOnSignal(t *testing.T) { //nolint:paralleltest // it signals the whole test process; no other run may be listening
-	src, err := os.ReadFile(filepath.Join("testdata", "script", "run_timeout.txtar"))
+	// The looping process of the --timeout script.
+	archive, err := txtar.ParseFile(filepath.Join("testdata", "script", "run_timeout.txtar"))
 	require.NoError(t, err)
-	_, loop, ok := strings.Cut(string(src), "-- loop.xpdl --\n")
-	require.True(t, ok)
-	loop, _, _ = strings.Cut(loop, "\n-- ")
+	i := slices.IndexFunc(archive.Files, func(f txtar.File) bool { return f.Name == "loop.xpdl" })
+	require.GreaterOrEqual(t, i, 0)
 	file := filepath.Join(t.TempDir(), "loop.xpdl")
-	require.NoError(t, os.WriteFile(file, []byte(loop), 0o600))
+	require.NoError(t, os.WriteFile(file, archive.Files[i].Data, 0o600))
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} { //nolint:paralleltest // one signal at a time: each run must receive its own
 		t.Run(sig.String(), func(t *testing.T) {
