@@ -1,6 +1,6 @@
 module github.com/goxpdl/goxpdl
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/beevik/etree v1.8.1

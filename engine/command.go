@@ -131,6 +131,9 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		} else if proc = dep.pkg.Process(opts.Process); proc == nil {
 			return notFound("process", opts.Process+" in package "+dep.def.PackageID)
 		}
+		if len(proc.Activities) == 0 {
+			return &EmptyProcessError{Process: proc.ID}
+		}
 		if opts.IdempotencyKey != "" {
 			found, err := e.startedWithKey(r, opts.IdempotencyKey, dep, proc)
 			if err != nil || found != 0 {

@@ -307,7 +307,7 @@ func MainProcess(pkg *xpdl.Package) (*xpdl.Process, error) {
 	for _, p := range pkg.Processes {
 		if !called[p.ID] {
 			candidates = append(candidates, p)
-			ids = append(ids, p.ID)
+			ids = append(ids, p.Label())
 		}
 	}
 	if len(candidates) == 1 {

@@ -36,7 +36,26 @@ var (
 	// ErrKeyReused: a StartOptions.IdempotencyKey already started an
 	// instance of another package or process.
 	ErrKeyReused = errors.New("idempotency key already used for another process")
+	// ErrEmptyProcess: the process to start has no activities, so an
+	// instance could never do anything (an *EmptyProcessError).
+	ErrEmptyProcess = errors.New("process has no activities")
 )
+
+// EmptyProcessError refuses to start a process without activities: an
+// instance of it would complete at once having done nothing, which is
+// almost always a mistake in the definition (the validator warns about it
+// with the same words, code "empty-process"). It matches ErrEmptyProcess.
+type EmptyProcessError struct {
+	// Process is the WorkflowProcess id.
+	Process string
+}
+
+func (e *EmptyProcessError) Error() string {
+	return fmt.Sprintf("process %q has no activities and cannot run", e.Process)
+}
+
+// Is matches ErrEmptyProcess.
+func (e *EmptyProcessError) Is(target error) bool { return target == ErrEmptyProcess }
 
 // VariableError says which variable a value was refused for. It matches
 // ErrWrongType or ErrUnknownVariable.

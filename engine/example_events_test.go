@@ -83,7 +83,14 @@ func ExampleEngine_Signal() {
 	fmt.Println("message:", d.State)
 
 	// The signal reaches only the events waiting for it now.
-	b, err := e.Signal(ctx, "cancel-all", engine.SignalOpts{})
+	// begin docblock docs/engine.md
+	b, err := e.Signal(ctx, "cancel-all", engine.SignalOpts{
+		Instance:  0,                                  // 0: every instance; else only this one
+		Variables: map[string]any{"reason": "closed"}, // set where the process declares them
+		SignalID:  "cancel-all-2026-11",               // optional: sending it again delivers nothing
+	})
+	// b.Receivers: the events that waited for it; empty: nobody did, the signal is lost
+	// end docblock
 	if err != nil {
 		log.Fatal(err)
 	}

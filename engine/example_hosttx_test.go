@@ -54,13 +54,15 @@ func ExampleEngine_Transaction() {
 	}
 
 	var id int64
+	// begin docblock docs/engine.md
 	err = e.Transaction(ctx, db, func(tx *gorm.DB) error {
-		if err := tx.Create(&invoice{Amount: 120}).Error; err != nil {
+		if err := tx.Create(&invoice{Amount: 120}).Error; err != nil { // the host's business row
 			return err
 		}
 		id, err = e.StartProcessTx(ctx, tx, engine.StartOptions{Package: "billing"})
 		return err
 	})
+	// end docblock
 	if err != nil {
 		log.Fatal(err)
 	}

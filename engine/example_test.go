@@ -3,9 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
-	"log/slog"
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store/gormstore"
@@ -44,22 +42,22 @@ const orderXPDL = `<?xml version="1.0" encoding="UTF-8"?>
 </Package>`
 
 // Example embeds the engine: deploy a process, bind its application to Go
-// code, start an instance and complete its work item.
+// code, start an instance and complete its work item. README.md shows
+// the marked part.
 func Example() {
 	ctx := context.Background()
-	db, err := gormstore.OpenSQLite(gormstore.MemoryPath) // or your own *gorm.DB
+	xpdlBytes := []byte(orderXPDL)
+	// begin docblock README.md
+	db, err := gormstore.OpenSQLite(gormstore.MemoryPath) // a file path, or the host's own *gorm.DB (SQLite or MySQL)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if sqlDB, err := db.DB(); err == nil {
-		defer func() { _ = sqlDB.Close() }()
-	}
-	e, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, err := engine.New(engine.Config{DB: db}) // migrates the goxpdl_* tables
 	if err != nil {
 		log.Fatal(err)
 	}
-	// The application gets the engine's transaction for business writes.
 	e.RegisterApplication("ship", func(_ context.Context, call *engine.Call) (map[string]any, error) {
+		// call.Tx is the engine's transaction: business writes commit with the step.
 		return map[string]any{"tracking": "TRK-" + call.Params["order"].(string)}, nil
 	})
 	if err := e.Start(ctx); err != nil {
@@ -67,15 +65,18 @@ func Example() {
 	}
 	defer func() { _ = e.Stop(ctx) }()
 
-	if _, err := e.Deploy(ctx, []byte(orderXPDL)); err != nil {
+	if _, err := e.Deploy(ctx, xpdlBytes); err != nil { // refused with every validation problem if invalid
 		log.Fatal(err)
 	}
 	id, err := e.StartProcess(ctx, engine.StartOptions{Package: "orders", Variables: map[string]any{"orderId": "42"}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = e.WaitIdle(ctx)
-	items, _ := e.WorkItems(ctx, engine.WorkItemFilter(id))
+	_ = e.WaitIdle(ctx) // the instance runs in the background: let it offer its work item
+	items, err := e.WorkItems(ctx, engine.WorkItemFilter(id))
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("work item for", items[0].Performer)
 
 	completion := engine.Completion{User: "alice", Outputs: map[string]any{"approved": true}}
@@ -86,6 +87,11 @@ func Example() {
 	pi, _ := e.Instance(ctx, id)
 	vars, _ := e.Variables(ctx, id)
 	fmt.Println(pi.State, vars["tracking"])
+	// end docblock
+	_ = e.Stop(ctx) // before the database closes; the deferred Stop does nothing
+	if sqlDB, err := db.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
 	// Output:
 	// work item for clerk
 	// Completed TRK-42

@@ -255,14 +255,13 @@ func (r *run) limit(text, of string) (time.Duration, bool) {
 // date, or JavaScript returning a Date, a duration in milliseconds, or
 // an absolute time in epoch milliseconds (numbers from 10^11 on, which is
 // 1973). Shark's scripts see shark_activity_created_time and
-// shark_process_created_time as Dates. An empty expression or "None" is
-// no deadline.
+// shark_process_created_time as Dates. An empty deadline (d.Empty) is no
+// deadline.
 func (r *run) deadlineDue(a *act, d *xpdl.Deadline) (time.Time, bool, error) {
-	text := strings.TrimSpace(d.Condition.Text)
-	if text == "" || strings.EqualFold(text, "None") || strings.EqualFold(text, "null") {
+	if d.Empty() {
 		return time.Time{}, false, nil
 	}
-	return r.timeExpression(text, map[string]any{
+	return r.timeExpression(strings.TrimSpace(d.Condition.Text), map[string]any{
 		"shark_activity_created_time": a.row.CreatedAt,
 		"shark_process_created_time":  r.pi.CreatedAt,
 	})

@@ -215,6 +215,30 @@ func TestDeadlineExpressions(t *testing.T) {
 	})
 }
 
+// A deadline that sets no time (an empty DeadlineDuration, schema-valid,
+// or "None") deploys (with a warning of the validator) and arms nothing: the activity waits
+// for its work item however long it takes.
+func TestEmptyDeadlineIsNotArmed(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h, clock, rec := timedHarness(t, db)
+		h.deploy(deadlineXPDL(deadline("SYNCHR", "")+deadline("ASYNCHR", "None"), ""))
+		id := h.startProcess("deadlines", "approval", nil)
+		item := h.item(id, "Approve")
+		timers, err := h.e.Timers(h.ctx, id)
+		require.NoError(t, err)
+		require.Empty(t, timers)
+
+		clock.Advance(365 * 24 * time.Hour)
+		h.idle()
+		require.Empty(t, rec.of(id, engine.RecordDeadlineFired))
+		require.Equal(t, item.ID, h.item(id, "Approve").ID, "still waiting for its work item")
+		require.NoError(t, h.complete(item.ID, nil))
+		h.awaitFinal(id)
+		require.Equal(t, map[string]int{"Approve": 1, "Done": 1}, h.started(id))
+	})
+}
+
 func TestCompletedWorkCancelsItsDeadline(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {

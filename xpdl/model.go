@@ -1,6 +1,9 @@
 package xpdl
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Version is the XPDL version of a package, decided by the namespace of its
 // root element.
@@ -727,6 +730,15 @@ type Deadline struct {
 	Pos           Pos
 }
 
+// Empty reports whether the deadline sets no time: its expression is
+// empty (an empty DeadlineDuration is schema-valid), or "None" or "null",
+// as some exporters write for no deadline. The validator warns about such
+// a deadline, and the engine arms nothing for it.
+func (d *Deadline) Empty() bool {
+	text := strings.TrimSpace(d.Condition.Text)
+	return text == "" || strings.EqualFold(text, "None") || strings.EqualFold(text, "null")
+}
+
 // LoopType is the kind of an XPDL 2 activity loop.
 type LoopType string
 
@@ -916,6 +928,15 @@ func (p *Package) Process(id string) *Process {
 		}
 	}
 	return nil
+}
+
+// Label names the process for messages: its Id, then its Name in quotes
+// when it has one that differs from the Id, e.g. `p1 "Order handling"`.
+func (p *Process) Label() string {
+	if p.Name == "" || p.Name == p.ID {
+		return p.ID
+	}
+	return p.ID + " " + strconv.Quote(p.Name)
 }
 
 // IsGenerated reports whether Rewrite generated the process (to run a

@@ -950,7 +950,9 @@ func ExampleRewrite() {
 		fmt.Println(err)
 		return
 	}
+	// begin docblock docs/reentrancy.md
 	rewritten, steps, err := xpdl.Rewrite(pkg)
+	// end docblock
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -539,9 +539,16 @@ func (v *validator) checkEvent(f *Flow, a *Activity) {
 func (v *validator) checkDeadlines(f *Flow, a *Activity) {
 	for _, d := range a.Deadlines {
 		ids := []string{a.ID}
+		if d.Empty() {
+			// Nothing to arm: the rest of the checks would only add noise.
+			if text := strings.TrimSpace(d.Condition.Text); text != "" {
+				v.warnf(d.Pos, "empty-deadline", ids, "activity %q: deadline %q sets no time; it is ignored", a.ID, text)
+			} else {
+				v.warnf(d.Pos, "empty-deadline", ids, "activity %q: deadline has no DeadlineCondition or DeadlineDuration, or an empty one; it is ignored", a.ID)
+			}
+			continue
+		}
 		switch {
-		case strings.TrimSpace(d.Condition.Text) == "":
-			v.errorf(d.Pos, "deadline", ids, "activity %q: deadline has no DeadlineCondition or DeadlineDuration", a.ID)
 		case d.Condition.Language() == LanguageOther:
 			v.errorf(d.Condition.Pos, "deadline", ids, "activity %q: deadline is written in unsupported language %q", a.ID, d.Condition.Grammar)
 		case d.Condition.Language() == LanguageText:

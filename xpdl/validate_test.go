@@ -329,7 +329,9 @@ func TestRuleDeadlines(t *testing.T) {
 	runRules(t, []ruleCase{
 		{"handled millisecond deadline", withDeadline(`<Deadline Execution="SYNCHR"><DeadlineCondition>5000</DeadlineCondition><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "", "", nil},
 		{"handled javascript deadline", withDeadline(`<Deadline Execution="ASYNCHR"><DeadlineCondition>var d=new Date(); d</DeadlineCondition><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "", "", nil},
-		{"empty deadline", withDeadline(`<Deadline Execution="SYNCHR"><DeadlineCondition/><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "deadline", xpdl.SeverityError, []string{"a1"}},
+		{"empty deadline", withDeadline(`<Deadline Execution="SYNCHR"><DeadlineCondition/><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "empty-deadline", xpdl.SeverityWarning, []string{"a1"}},
+		{"no condition at all", withDeadline(`<Deadline Execution="SYNCHR"><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "empty-deadline", xpdl.SeverityWarning, []string{"a1"}},
+		{"None", withDeadline(`<Deadline Execution="SYNCHR"><DeadlineCondition>None</DeadlineCondition><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "empty-deadline", xpdl.SeverityWarning, []string{"a1"}},
 		{"unsupported language", withDeadline(`<Deadline><DeadlineCondition ScriptType="text/python">timedelta(days=5)</DeadlineCondition><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "deadline", xpdl.SeverityError, []string{"a1"}},
 		{"free text that is no duration", withDeadline(`<Deadline><DeadlineCondition ScriptType="text">soon</DeadlineCondition><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "deadline", xpdl.SeverityError, []string{"a1"}},
 		{"unknown execution", withDeadline(`<Deadline Execution="NOW"><DeadlineCondition>5000</DeadlineCondition><ExceptionName>tooLate</ExceptionName></Deadline>`, handler), "unknown-value", xpdl.SeverityError, []string{"a1"}},

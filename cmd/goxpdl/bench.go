@@ -29,7 +29,7 @@ import (
 )
 
 // benchUsage is the full usage text of "goxpdl bench".
-const benchUsage = `Usage: goxpdl bench [--workload NAME | --file FILE [--process ID]] [--db DSN]
+const benchUsage = `Usage: goxpdl bench [--workload NAME | --file FILE [--process ID|NAME]] [--db DSN]
                     [--instances N] [--concurrency C] [--baseline] [--json]
 
 Bench measures the engine's throughput on a database: it deploys a
@@ -50,7 +50,7 @@ Flags:
 	                                all 10 commit in one transaction
 	--file FILE         run a process of this XPDL file instead; its
 	                    activities must be automatic (no work items)
-	--process ID        with --file: which WorkflowProcess (default: the
+	--process ID|NAME   with --file: which WorkflowProcess (default: the
 	                    one that no other process in the package uses as a
 	                    subflow)
 	--db DSN            default: in-memory SQLite.
@@ -119,7 +119,7 @@ Exit status:
 	   the same
 `
 
-const benchShortUsage = `Usage: goxpdl bench [--workload NAME | --file FILE [--process ID]] [--db DSN] [--instances N] [--concurrency C] [--baseline] [--json]
+const benchShortUsage = `Usage: goxpdl bench [--workload NAME | --file FILE [--process ID|NAME]] [--db DSN] [--instances N] [--concurrency C] [--baseline] [--json]
 Run "goxpdl help bench" for details.
 `
 
@@ -153,7 +153,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.Usage = func() { printErr(stderr, "%s", benchShortUsage) }
 	fs.StringVar(&opts.workload, "workload", "", "seq10|seq10set")
 	fs.StringVar(&opts.file, "file", "", "XPDL file")
-	fs.StringVar(&opts.process, "process", "", "WorkflowProcess id")
+	fs.StringVar(&opts.process, "process", "", "WorkflowProcess Id or Name")
 	fs.StringVar(&opts.db, "db", "", "database")
 	fs.IntVar(&opts.instances, "instances", benchDefaultInstances, "process instances")
 	fs.IntVar(&opts.concurrency, "concurrency", benchDefaultConcurrency, "client goroutines and worker pool size")
@@ -355,14 +355,9 @@ func loadTarget(opts benchOptions, stderr io.Writer) (benchTarget, int) {
 		}
 		return benchTarget{}, exitProblems
 	}
-	proc := pkg.Process(opts.process)
-	if opts.process == "" {
-		if proc, err = engine.MainProcess(pkg); err != nil {
-			printErr(stderr, "goxpdl bench: %v (use --process)\n", err)
-			return benchTarget{}, exitUsage
-		}
-	} else if proc == nil {
-		printErr(stderr, "goxpdl bench: no WorkflowProcess %q in %s\n", opts.process, opts.file)
+	proc, err := pickProcess(pkg, opts.file, opts.process)
+	if err != nil {
+		printErr(stderr, "goxpdl bench: %v\n", err)
 		return benchTarget{}, exitUsage
 	}
 	flows := []*xpdl.Flow{&proc.Flow}

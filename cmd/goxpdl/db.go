@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"gorm.io/gorm"
 
@@ -10,29 +9,22 @@ import (
 )
 
 // dbUsage documents the --db flag's forms.
-const dbUsage = `sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB`
+const dbUsage = gormstore.DSNForms
+
+// memoryDSN is the database of an empty --db: a private in-memory SQLite
+// database.
+const memoryDSN = gormstore.SQLiteScheme + gormstore.MemoryPath
 
 // openDB opens the database a --db flag names; "" is a private in-memory
-// SQLite database. The returned close function closes it.
+// SQLite database. The returned close function closes it. Errors name the
+// database without its password.
 func openDB(dsn string) (*gorm.DB, func(), error) {
-	var db *gorm.DB
-	var err error
-	switch {
-	case dsn == "":
-		db, err = gormstore.OpenSQLite(gormstore.MemoryPath)
-	case strings.HasPrefix(dsn, "sqlite:"):
-		path := strings.TrimPrefix(dsn, "sqlite:")
-		if path == "" {
-			return nil, nil, fmt.Errorf("--db %q: sqlite needs a file path", dsn)
-		}
-		db, err = gormstore.OpenSQLite(path)
-	case strings.HasPrefix(dsn, "mysql://"):
-		db, err = gormstore.OpenMySQL(strings.TrimPrefix(dsn, "mysql://"))
-	default:
-		return nil, nil, fmt.Errorf("--db %q: want %s", dsn, dbUsage)
+	if dsn == "" {
+		dsn = memoryDSN
 	}
+	db, err := gormstore.OpenDSN(dsn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--db %q: %w", dsn, err)
+		return nil, nil, fmt.Errorf("--db %w", err)
 	}
 	return db, func() {
 		if sqlDB, err := db.DB(); err == nil {
@@ -43,16 +35,8 @@ func openDB(dsn string) (*gorm.DB, func(), error) {
 
 // describeDB names the database for reports, without a password.
 func describeDB(dsn string) string {
-	switch {
-	case dsn == "":
-		return "sqlite::memory:"
-	case strings.HasPrefix(dsn, "mysql://"):
-		rest := strings.TrimPrefix(dsn, "mysql://")
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			user, _, _ := strings.Cut(rest[:at], ":")
-			return "mysql://" + user + "@" + rest[at+1:]
-		}
-		return dsn
+	if dsn == "" {
+		return memoryDSN
 	}
-	return dsn
+	return gormstore.RedactDSN(dsn)
 }

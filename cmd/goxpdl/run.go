@@ -30,6 +30,7 @@ var commands = []command{
 	{name: "resume", summary: "recover a database after a crash and run its pending work", usage: resumeUsage, runFunc: runResume},
 	{name: "instances", summary: "count and list the process instances of a database by state", usage: instancesUsage, runFunc: runInstances},
 	{name: "bench", summary: "measure the engine's throughput on a database", usage: benchUsage, runFunc: runBench},
+	{name: "version", summary: "print the version of goxpdl and of the Go it was built with", usage: versionUsage, runFunc: runVersion},
 }
 
 func lookup(name string) (command, bool) {

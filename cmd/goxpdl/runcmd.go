@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/goxpdl/goxpdl/engine"
@@ -32,10 +33,15 @@ as no-ops; JavaScript tool agents run their scripts.
 
 Flags (before the file):
 
-	--process ID        which WorkflowProcess (default: the one that no other
-	                    process in the package uses as a subflow)
+	--process ID|NAME   which WorkflowProcess, by Id or else by Name (default:
+	                    the one that no other process in the package uses as
+	                    a subflow)
 	--db DSN            default: in-memory SQLite.
 	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
+	--timeout D         give up waiting after D (default 60s; 0: never), as on
+	                    Ctrl-C (SIGINT) or SIGTERM: print where the instance
+	                    stands (open activities and their states, work
+	                    items, timers) and exit 3
 	--set NAME=VALUE    initial value of a data field (repeatable); the value
 	                    is parsed by the field's type
 	--hook CLASS=JS     run JavaScript for a tool-agent or hook class
@@ -70,13 +76,15 @@ standard error.
 Exit status:
 
 	0  the process instance Completed
-	1  the definition is invalid
+	1  the definition is invalid, or the process has no activities (validate
+	   warns that it cannot run) and is not started
 	2  usage error, or a file or the database cannot be used
 	3  the instance ended Terminated or Locking, has an Abnormal activity,
-	   or cannot progress (for example open work items with --workitems none)
+	   or cannot progress (for example open work items with --workitems none),
+	   or it did not end within --timeout, or run was interrupted
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] FILE
+const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--timeout D] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] FILE
 Run "goxpdl help run" for details.
 `
 
@@ -115,6 +123,7 @@ func (h hookFlags) Set(v string) error { return setPair(h, v, "CLASS=SCRIPT") }
 type runOptions struct {
 	file, process, db, workitems, trace, org string
 	deadBranch                               string
+	timeout                                  time.Duration
 	sets                                     setFlags
 	hooks                                    hookFlags
 }
@@ -124,7 +133,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printErr(stderr, "%s", runShortUsage) }
-	fs.StringVar(&opts.process, "process", "", "WorkflowProcess id")
+	fs.StringVar(&opts.process, "process", "", "WorkflowProcess Id or Name")
 	fs.StringVar(&opts.db, "db", "", "database")
 	fs.Var(opts.sets, "set", "NAME=VALUE")
 	fs.Var(opts.hooks, "hook", "CLASS=SCRIPT")
@@ -132,6 +141,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.trace, "trace", "", "jsonl")
 	fs.StringVar(&opts.org, "org", "", "organisation file")
 	fs.StringVar(&opts.deadBranch, "dead-branch", "", "lock|end")
+	fs.DurationVar(&opts.timeout, "timeout", defaultRunTimeout, "give up after D")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOut(stdout, stderr, runUsage, exitOK)
@@ -151,14 +161,21 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case opts.trace != "" && opts.trace != "jsonl":
 		printErr(stderr, "goxpdl run: --trace %q: want jsonl\n", opts.trace)
 		return exitUsage
+	case opts.timeout < 0:
+		printErr(stderr, "goxpdl run: --timeout %v: want a duration from 0 (never) on\n", opts.timeout)
+		return exitUsage
 	}
 	opts.file = fs.Arg(0)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return runFile(ctx, opts, stdout, stderr)
 }
 
+// runFile runs opts.file until the instance ends, cannot progress,
+// opts.timeout passes or ctx is cancelled (SIGINT, SIGTERM).
 func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int {
+	ctx, cancel := withRunTimeout(ctx, opts.timeout)
+	defer cancel()
 	pkg, err := xpdl.Load(opts.file, nil)
 	if err != nil {
 		if errors.Is(err, xpdl.ErrInvalid) {
@@ -174,14 +191,9 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		}
 		return exitProblems
 	}
-	proc := pkg.Process(opts.process)
-	if opts.process == "" {
-		if proc, err = engine.MainProcess(pkg); err != nil {
-			printErr(stderr, "goxpdl run: %v (use --process)\n", err)
-			return exitUsage
-		}
-	} else if proc == nil {
-		printErr(stderr, "goxpdl run: no WorkflowProcess %q in %s\n", opts.process, opts.file)
+	proc, err := pickProcess(pkg, opts.file, opts.process)
+	if err != nil {
+		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
 	}
 
@@ -218,7 +230,9 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 	if opts.trace == "jsonl" {
 		defer e.Subscribe(tw.write)()
 	}
-	if err := e.Start(ctx); err != nil {
+	// The engine outlives ctx: when it ends, run stops the engine
+	// gracefully and reads where the instance stands.
+	if err := e.Start(context.WithoutCancel(ctx)); err != nil {
 		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
 	}
@@ -238,11 +252,21 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	id, err := e.StartProcess(ctx, engine.StartOptions{DefinitionID: dep.ID, Process: proc.ID, TextVariables: opts.sets, Actor: "goxpdl run"})
-	if err != nil {
+	if msg, ok := emptyProcessProblem(err, opts.file, proc); ok {
+		printErr(stderr, "%s\n", msg)
+		return exitProblems
+	} else if err != nil {
 		printErr(stderr, "goxpdl run: start: %v\n", err)
 		return exitUsage
 	}
 	outcome, err := drive(ctx, e, id, opts.workitems == "auto")
+	var summary fmt.Stringer = outcome
+	root := outcome.root
+	if err != nil && ctx.Err() != nil {
+		var s standing
+		s, err = stopAndRead(e, id, context.Cause(ctx))
+		summary, root = s, s.root
+	}
 	if err != nil {
 		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
@@ -251,13 +275,12 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		printErr(stderr, "goxpdl run: write trace: %v\n", err)
 		return exitUsage
 	}
-	summary := outcome.String()
 	if opts.trace == "jsonl" {
 		printErr(stderr, "%s\n", summary)
-	} else if code := writeOut(stdout, stderr, summary+"\n", exitOK); code != exitOK {
+	} else if code := writeOut(stdout, stderr, summary.String()+"\n", exitOK); code != exitOK {
 		return code
 	}
-	if outcome.root.State == string(wftype.ProcessCompleted) {
+	if root.State == string(wftype.ProcessCompleted) {
 		return exitOK
 	}
 	return exitStuck

@@ -16,20 +16,12 @@ import (
 
 // The forms of a database name on the nodes' command line.
 const (
-	sqlitePrefix = "sqlite:"
-	mysqlPrefix  = "mysql://"
+	sqlitePrefix = gormstore.SQLiteScheme
+	mysqlPrefix  = gormstore.MySQLScheme
 )
 
-// openDB opens "sqlite:PATH" or "mysql://DSN".
-func openDB(dsn string) (*gorm.DB, error) {
-	switch {
-	case strings.HasPrefix(dsn, sqlitePrefix) && len(dsn) > len(sqlitePrefix):
-		return gormstore.OpenSQLite(strings.TrimPrefix(dsn, sqlitePrefix))
-	case strings.HasPrefix(dsn, mysqlPrefix):
-		return gormstore.OpenMySQL(strings.TrimPrefix(dsn, mysqlPrefix))
-	}
-	return nil, fmt.Errorf("database %q: want sqlite:PATH or mysql://DSN", redact(dsn))
-}
+// openDB opens "sqlite:PATH" or "mysql://DSN" (gormstore.OpenDSN).
+func openDB(dsn string) (*gorm.DB, error) { return gormstore.OpenDSN(dsn) }
 
 // closeDB closes db's pool; there is nothing to do about a failure.
 func closeDB(db *gorm.DB) {
@@ -39,20 +31,6 @@ func closeDB(db *gorm.DB) {
 	if sqlDB, err := db.DB(); err == nil {
 		_ = sqlDB.Close()
 	}
-}
-
-// redact drops the password from a DSN, for logs and reports.
-func redact(dsn string) string {
-	scheme := ""
-	if strings.HasPrefix(dsn, mysqlPrefix) {
-		scheme, dsn = mysqlPrefix, strings.TrimPrefix(dsn, mysqlPrefix)
-	}
-	at := strings.LastIndex(dsn, "@")
-	if at < 0 {
-		return scheme + dsn
-	}
-	user, _, _ := strings.Cut(dsn[:at], ":")
-	return scheme + user + "@" + dsn[at+1:]
 }
 
 // databases are the two databases of a run, as the nodes name them: the
@@ -78,7 +56,7 @@ func prepareDatabases(ctx context.Context, cfg config, workDir string) (database
 	if err != nil {
 		return databases{}, err
 	}
-	return databases{engine: mysqlPrefix + dsn, journal: mysqlPrefix + dsn, about: redact(mysqlPrefix + dsn)}, nil
+	return databases{engine: mysqlPrefix + dsn, journal: mysqlPrefix + dsn, about: gormstore.RedactDSN(mysqlPrefix + dsn)}, nil
 }
 
 // freshMySQL returns the DSN of an empty database for scenario: a new
@@ -87,9 +65,9 @@ func prepareDatabases(ctx context.Context, cfg config, workDir string) (database
 // databases, the DSN's own database with its goxpdl_* and crash_* tables
 // dropped.
 func freshMySQL(ctx context.Context, dsn, scenario string) (string, error) {
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, err := gormstore.ParseMySQLDSN(dsn)
 	if err != nil {
-		return "", fmt.Errorf("mysql dsn: %w", err)
+		return "", err
 	}
 	base := cfg.DBName
 	if base == "" {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
@@ -20,7 +19,9 @@ import (
 )
 
 // MySQLDSNEnv names the environment variable with the DSN of a MySQL or
-// MariaDB server, e.g. root:@tcp(127.0.0.1:3306)/test?parseTime=true.
+// MariaDB server, in either form gormstore.ParseMySQLDSN reads: the
+// driver's root:@tcp(127.0.0.1:3306)/test?parseTime=true, or the same after
+// mysql:// as goxpdl's --db writes it.
 const MySQLDSNEnv = "GOXPDL_MYSQL_DSN"
 
 // Dialect opens a fresh, empty database for one test.
@@ -68,7 +69,8 @@ func OpenSQLiteMemory(tb testing.TB) *gorm.DB {
 	return db
 }
 
-// MySQLDSN returns GOXPDL_MYSQL_DSN, or skips the test, with the reason,
+// MySQLDSN returns GOXPDL_MYSQL_DSN as a go-sql-driver/mysql DSN (without
+// the mysql:// it may start with), or skips the test, with the reason,
 // when it is not set.
 func MySQLDSN(tb testing.TB) string {
 	tb.Helper()
@@ -76,7 +78,7 @@ func MySQLDSN(tb testing.TB) string {
 	if dsn == "" {
 		tb.Skip(MySQLDSNEnv + " not set; the MySQL/MariaDB variant of this test is skipped")
 	}
-	return dsn
+	return strings.TrimPrefix(dsn, gormstore.MySQLScheme)
 }
 
 // OpenMySQL creates a database goxpdl_t_<random> on the server named by
@@ -86,7 +88,7 @@ func MySQLDSN(tb testing.TB) string {
 // whatever the host's database says.
 func OpenMySQL(tb testing.TB) *gorm.DB {
 	tb.Helper()
-	cfg, err := mysql.ParseDSN(MySQLDSN(tb))
+	cfg, err := gormstore.ParseMySQLDSN(MySQLDSN(tb))
 	require.NoError(tb, err)
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(tb, err)

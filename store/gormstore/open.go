@@ -121,10 +121,11 @@ func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 
 // OpenMySQL opens a MySQL 8 or MariaDB 10.6+ database with
 // gorm.io/driver/mysql. dsn is a github.com/go-sql-driver/mysql DSN such
-// as "user:pass@tcp(127.0.0.1:3306)/goxpdl". parseTime=true is always set
-// (the store reads DATETIME columns as time.Time) and loc is always UTC
-// (the store writes UTC; one location for every node sharing the
-// database).
+// as "user:pass@tcp(127.0.0.1:3306)/goxpdl", optionally after MySQLScheme
+// (ParseMySQLDSN); its errors never hold the password. parseTime=true is
+// always set (the store reads DATETIME columns as time.Time) and loc is
+// always UTC (the store writes UTC; one location for every node sharing
+// the database).
 //
 // Unless the DSN says otherwise, interpolateParams=true: the driver puts
 // the arguments into the statement text itself (escaping them for the
@@ -143,9 +144,9 @@ func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 //
 // Close the database with db.DB() and Close when done.
 func OpenMySQL(dsn string) (*gorm.DB, error) {
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, err := ParseMySQLDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open mysql: %w", err)
+		return nil, err
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
