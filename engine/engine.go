@@ -144,6 +144,12 @@ type Config struct {
 	// this setting for its processes. An activity without outgoing
 	// transitions is an end point either way.
 	DeadBranch DeadBranchMode
+	// RescueInterval is how often recovery's second phase sweeps the
+	// database for instances that could move on but have no event to
+	// move them (a lost event): they get the event they need
+	// (docs/recovery.md). Start and Recover sweep too. Default a minute;
+	// negative turns the periodic sweep off.
+	RescueInterval time.Duration
 }
 
 // DeadBranchMode is what a lost branch does (Config.DeadBranch).
@@ -215,6 +221,7 @@ type Engine struct {
 	// writing them (store.Capabilities.ReservesIDs).
 	reservesIDs bool
 	timers      *timer.Service
+	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
@@ -263,6 +270,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxLoopInstances <= 0 {
 		cfg.MaxLoopInstances = DefaultMaxLoopInstances
+	}
+	if cfg.RescueInterval == 0 {
+		cfg.RescueInterval = time.Minute
 	}
 	if cfg.DeadBranch == "" {
 		cfg.DeadBranch = DeadBranchLock
@@ -351,6 +361,15 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if cfg.RescueInterval > 0 {
+		e.rescuer = timer.NewPeriodic(cfg.Clock, cfg.RescueInterval, func(ctx context.Context) {
+			if n, err := e.rescue(ctx); err != nil && ctx.Err() == nil {
+				e.log.Warn("recovery sweep failed; it runs again later", "err", err)
+			} else if n > 0 {
+				e.log.Info("recovery sweep sent lost events", "instances", n)
+			}
+		})
+	}
 	return e, nil
 }
 
@@ -381,6 +400,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.Join(err, e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 	}
 	e.bus.Nudge()
+	if e.rescuer != nil {
+		e.rescuer.Start(ctx) // sweeps at once, then every RescueInterval
+	}
 	return nil
 }
 
@@ -450,7 +472,11 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.state.CompareAndSwap(0, 2)
 		return nil
 	}
-	return errors.Join(e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
+	var rescuerErr error
+	if e.rescuer != nil {
+		rescuerErr = e.rescuer.Stop(ctx)
+	}
+	return errors.Join(rescuerErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx

@@ -25,6 +25,9 @@ type RecoveryReport struct {
 	// when the report was made. The timer service fires overdue timers as
 	// soon as the engine starts, so a resume may find them already fired.
 	OverdueTimers bool `json:"overdue_timers"`
+	// Rescued counts the instances recovery's second phase moved on: they
+	// could move but had no event to move them, and got one.
+	Rescued int `json:"rescued"`
 }
 
 // Recover is the explicit recovery command (the console's and `goxpdl
@@ -34,11 +37,11 @@ type RecoveryReport struct {
 // that fell due are processed now. Start does the same for the node's own
 // previous run.
 //
-// Nothing else needs re-sending: every step writes the events that move
-// its instance on in the transaction that reaches the recoverable point
-// (the outbox), so an instance at a recoverable point that can move on has
-// an unprocessed event, and Recover makes it claimable. The engine must
-// be started.
+// Then it runs recovery's second phase (rescue): every step writes the
+// events that move its instance on in the transaction that reaches the
+// recoverable point (the outbox), so an instance at a recoverable point
+// that can move on has an unprocessed event, unless one was lost; such an
+// instance gets the event it needs. The engine must be started.
 func (e *Engine) Recover(ctx context.Context) (RecoveryReport, error) {
 	if e.state.Load() != 1 {
 		return RecoveryReport{}, fmt.Errorf("%w: Recover needs a started engine", ErrNotRunning)
@@ -61,6 +64,10 @@ func (e *Engine) Recover(ctx context.Context) (RecoveryReport, error) {
 	rep.OverdueTimers = ok && !due.After(now)
 	e.bus.Nudge()
 	e.timers.Armed(now)
+	// The second phase (paper §2.4.1): instances no event moves get one.
+	if rep.Rescued, err = e.rescue(ctx); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }
 

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -158,5 +159,51 @@ func TestRerunDoesNotRepeatNonRetryableCalls(t *testing.T) {
 		require.Len(t, acts, 1)
 		require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
 		require.ErrorContains(t, errors.New(acts[0].Diagnosis), "Retryable=false")
+	})
+}
+
+// Recovery's second phase: an instance whose pending event was lost (here
+// deleted by hand in the transaction that wrote it) is moved on by
+// Recover, exactly once, with a history entry saying so.
+func TestRecoverSendsLostEvents(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db, func(c *engine.Config) { c.RescueInterval = -1 })
+		rec := record(h)
+		h.start()
+		h.deploy(xpdltest.Graph("A B", "A>B"))
+		var id int64
+		require.NoError(t, h.e.Transaction(h.ctx, db, func(tx *gorm.DB) error {
+			var err error
+			if id, err = h.e.StartProcessTx(h.ctx, tx, engine.StartOptions{Package: "pkg"}); err != nil {
+				return err
+			}
+			return tx.Exec("DELETE FROM goxpdl_events WHERE process_instance_id = ?", id).Error
+		}))
+		require.NoError(t, h.e.WaitQuiet(h.ctx))
+		require.Equal(t, string(wftype.ProcessInitiated), h.instance(id).State, "nothing moves it")
+
+		rep, err := h.e.Recover(h.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, rep.Rescued)
+		h.requireState(id, wftype.ProcessCompleted)
+		again, err := h.e.Recover(h.ctx)
+		require.NoError(t, err)
+		require.Zero(t, again.Rescued, "nothing is lost any more")
+		require.NoError(t, h.e.WaitQuiet(h.ctx))
+
+		require.Len(t, rec.of(id, engine.RecordProcessRecovered), 1)
+		require.Equal(t, "re-sent process.schedule", rec.of(id, engine.RecordProcessRecovered)[0].Detail)
+		history, err := h.e.History(h.ctx, id)
+		require.NoError(t, err)
+		recovered := 0
+		for _, entry := range history {
+			if strings.Contains(string(entry.Data), "recovered") {
+				recovered++
+				require.Equal(t, "recovery", entry.Actor)
+			}
+		}
+		require.Equal(t, 1, recovered)
+		require.Equal(t, map[string]int{"A": 1, "B": 1}, h.started(id), "each activity ran once")
 	})
 }

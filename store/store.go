@@ -355,6 +355,9 @@ type ListProcessInstancesParams struct {
 	// StartKey, when not empty, keeps only the instance started with that
 	// idempotency key.
 	StartKey string
+	// NoPendingEvents keeps only instances that have no unprocessed event
+	// in the outbox (claimed or not): those recovery's sweep looks at.
+	NoPendingEvents bool
 	// Limit, when greater than 0, is the most instances returned.
 	Limit int
 }

@@ -208,6 +208,13 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		}
 		require.Equal(t, []int64{p1.ID, p2.ID, p3.ID, p4.ID, p5.ID}, walked)
 
+		// Only instances without an unprocessed event: p1's is pending,
+		// p3's processed.
+		evs, err := b.s.InsertEvents(b.ctx, []store.Event{event("pending", p1.ID), event("done", p3.ID)})
+		require.NoError(t, err)
+		require.NoError(t, b.s.MarkEventsProcessed(b.ctx, store.MarkEventsProcessedParams{IDs: []int64{evs[1].ID}, ProcessedAt: t0}))
+		require.Equal(t, []int64{p3.ID, p5.ID}, list(store.ListProcessInstancesParams{States: []string{"Running"}, NoPendingEvents: true}))
+
 		// Full rows come back, not just ids.
 		got, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{ParentInstanceID: p2.ID})
 		require.NoError(t, err)
