@@ -169,8 +169,11 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 		}
 		if hostTx == nil {
 			e.remember(r)
-			e.bus.Dispatch(r.published)
+			// Records first: the events dispatched next make records of
+			// their own, which must come after these (a trace reads in
+			// the order things happened to an instance).
 			e.publish(r.records)
+			e.bus.Dispatch(r.published)
 		} else {
 			e.bus.Nudge()
 		}

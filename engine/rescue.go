@@ -66,6 +66,18 @@ func (e *Engine) rescueOne(ctx context.Context, id int64) (bool, error) {
 		if err := r.load(id); err != nil {
 			return err
 		}
+		// Looked at again in this transaction: the list may be stale (the
+		// instance moved on since, and has an event now). A step that
+		// commits between this look and the commit changes the
+		// instance's version, which fences this write: it is retried
+		// and looks again.
+		still, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{AfterID: id - 1, Limit: 1, NoPendingEvents: true})
+		if err != nil {
+			return err
+		}
+		if len(still) == 0 || still[0].ID != id {
+			return errSkip
+		}
 		var sent []string
 		switch r.state() {
 		case wftype.ProcessInitiated:

@@ -191,8 +191,8 @@ func (e *Engine) fireStartTimer(ctx context.Context, tx store.Tx, t store.Timer)
 	}
 	return func() {
 		e.remember(child)
+		e.publish(child.records) // before the events that make records of their own
 		e.bus.Dispatch(child.published)
-		e.publish(child.records)
 		if !next.IsZero() {
 			e.timers.Armed(next)
 		}

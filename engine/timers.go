@@ -434,10 +434,10 @@ func (e *Engine) fireTimers(ctx context.Context, tx store.Tx, fired []store.Time
 		return nil, nil
 	}
 	return func() {
-		e.bus.Dispatch(published)
-		for _, after := range afters {
+		for _, after := range afters { // their records before the events' (see transact)
 			after()
 		}
+		e.bus.Dispatch(published)
 	}, nil
 }
 
