@@ -61,6 +61,13 @@ bench: ## run the benchmarks
 bench-smoke: ## run every benchmark once, small, so that none of them rots (CI)
 	GOXPDL_WORKLIST_ITEMS=20000 GOXPDL_BENCH_TIMERS=200 go test -run='^$$' -bench=. -benchtime=1x ./...
 
+# Terminate and Suspend latency, idle and while slow applications (200 ms
+# each) saturate the normal pool; on SQLite, and on MySQL/MariaDB when
+# GOXPDL_MYSQL_DSN is set (paper §2.2: critical work is never delayed).
+.PHONY: bench-critical
+bench-critical: ## process-control latency, idle and under slow applications
+	GOXPDL_BENCH_CRITICAL=$${GOXPDL_BENCH_CRITICAL:-40} go test -run '^$$' -bench BenchmarkCriticalLatency -benchtime 1x -v ./engine/ | grep -E 'critical_bench|Benchmark|ok|FAIL'
+
 .PHONY: bench-timers
 bench-timers: ## 10,000 deadlines due at the same instant (GOXPDL_BENCH_TIMERS changes the count)
 	go test -run '^$$' -bench BenchmarkTimersDueAtOnce -benchtime 1x -timeout 30m ./engine/

@@ -244,7 +244,8 @@ func (e *Engine) TerminateTx(ctx context.Context, tx *gorm.DB, id int64) error {
 }
 
 func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, fn func(r *run) error) error {
-	return e.transact(ctx, tx, "host", func(r *run) error {
+	// Process control: the critical lane, never behind application calls.
+	return e.transactAs(ctx, tx, "host", true, func(r *run) error {
 		if err := r.load(id); err != nil {
 			return err
 		}

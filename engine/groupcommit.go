@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,12 @@ type groupCommitter struct {
 	store    *gormstore.Store
 	maxGroup int
 	lanes    []*commitLane
+	// critical is the lane of process control (suspend, resume,
+	// terminate, deadlines, recovery): on MySQL a lane of its own, which
+	// never waits behind an application call; on SQLite, which has one
+	// writer, the one lane, where critical requests go first and a group
+	// of others yields to them between its members.
+	critical *commitLane
 	// clock and log report a group whose transaction took longer than
 	// slowCommit: a disk that stalls on fsync, a lock held too long, or
 	// an application call that hangs inside the transaction.
@@ -60,13 +67,21 @@ type commitLane struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
 	queue []*commitRequest
+	// running is how many members at the head of queue form the group
+	// being run.
+	running int
+	// critical counts the critical requests queued and not yet running:
+	// a group of normal ones on a shared lane yields to them between
+	// members (runOptimistic).
+	critical atomic.Int32
 }
 
 type commitRequest struct {
-	ctx  context.Context
-	body txBody
-	done bool
-	err  error
+	ctx      context.Context
+	body     txBody
+	critical bool
+	done     bool
+	err      error
 }
 
 // slowCommit is how long a group's transaction may take before the
@@ -75,10 +90,17 @@ const slowCommit = 2 * time.Second
 
 func newGroupCommitter(st *gormstore.Store, lanes, maxGroup int, clock timer.Clock, log *slog.Logger) *groupCommitter {
 	g := &groupCommitter{store: st, maxGroup: maxGroup, clock: clock, log: log}
-	for range lanes {
+	newLane := func() *commitLane {
 		l := &commitLane{}
 		l.cond = sync.NewCond(&l.mu)
-		g.lanes = append(g.lanes, l)
+		return l
+	}
+	for range lanes {
+		g.lanes = append(g.lanes, newLane())
+	}
+	g.critical = g.lanes[0]
+	if lanes > 1 {
+		g.critical = newLane()
 	}
 	return g
 }
@@ -90,15 +112,30 @@ func (g *groupCommitter) stats() CommitStats {
 
 // do runs body in a transaction, possibly shared with other callers',
 // and returns body's error, or the commit's when body succeeded and the
-// commit failed.
-func (g *groupCommitter) do(ctx context.Context, body txBody) error {
+// commit failed. A critical body (process control) takes the critical
+// lane, ahead of the other requests queued there.
+func (g *groupCommitter) do(ctx context.Context, body txBody, critical bool) error {
 	l := g.lanes[0]
-	if len(g.lanes) > 1 {
+	switch {
+	case critical:
+		l = g.critical
+	case len(g.lanes) > 1:
 		l = g.lanes[g.next.Add(1)%uint64(len(g.lanes))]
 	}
-	req := &commitRequest{ctx: ctx, body: body}
+	shared := critical && l == g.lanes[0]
+	req := &commitRequest{ctx: ctx, body: body, critical: critical}
 	l.mu.Lock()
-	l.queue = append(l.queue, req)
+	if shared {
+		// After the running group and the critical requests before it.
+		i := l.running
+		for i < len(l.queue) && l.queue[i].critical {
+			i++
+		}
+		l.queue = slices.Insert(l.queue, i, req)
+		l.critical.Add(1)
+	} else {
+		l.queue = append(l.queue, req)
+	}
 	for !req.done && l.queue[0] != req {
 		l.cond.Wait()
 	}
@@ -106,25 +143,44 @@ func (g *groupCommitter) do(ctx context.Context, body txBody) error {
 		l.mu.Unlock()
 		return req.err
 	}
-	// req leads: it is first in the queue.
-	group := l.queue[:min(len(l.queue), g.maxGroup)]
+	// req leads: it is first in the queue. Its group is the requests of
+	// its kind that follow it.
+	n := 1
+	for n < min(len(l.queue), g.maxGroup) && l.queue[n].critical == req.critical {
+		n++
+	}
+	group := l.queue[:n:n]
+	l.running = n
+	if shared {
+		l.critical.Add(-int32(n))
+	}
 	l.mu.Unlock()
 
-	g.run(group)
+	ran := g.run(l, group)
 
 	l.mu.Lock()
-	for _, r := range group {
+	for _, r := range group[:ran] {
 		r.done = true
 	}
-	l.queue = l.queue[len(group):]
+	// The members a yield left behind go back to the head of the queue,
+	// after the critical requests that came meanwhile.
+	tail := l.queue[n:]
+	k := 0
+	for k < len(tail) && tail[k].critical && !req.critical {
+		k++
+	}
+	l.queue = slices.Concat(tail[:k], group[ran:], tail[k:])
+	l.running = 0
 	l.cond.Broadcast() // the done ones return; the new first one leads
 	l.mu.Unlock()
 	return req.err
 }
 
 // run executes a group in one database transaction and sets each
-// member's err.
-func (g *groupCommitter) run(group []*commitRequest) {
+// member's err. It returns how many members ran: fewer than the group
+// when a group of normal requests yielded to a critical one (the others
+// are left for a later group).
+func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 	g.groups.Add(1)
 	g.members.Add(uint64(len(group)))
 	began := g.clock.Now()
@@ -138,19 +194,20 @@ func (g *groupCommitter) run(group []*commitRequest) {
 		r.err = g.store.InTx(r.ctx, func(ctx context.Context, tx store.Tx) error {
 			return callBody(ctx, tx, r.body)
 		})
-		return
+		return 1
 	}
 	// The group's transaction must not end with its leader's context:
 	// the others' work is in it.
 	ctx := context.WithoutCancel(group[0].ctx)
-	failed, err := g.runOptimistic(ctx, group)
+	yield := func() bool { return !group[0].critical && l.critical.Load() > 0 }
+	failed, ran, err := g.runOptimistic(ctx, group, yield)
 	if failed < 0 {
 		if err != nil {
-			for _, r := range group {
+			for _, r := range group[:ran] {
 				r.err = err
 			}
 		}
-		return
+		return ran
 	}
 	// A member failed and took the transaction with it. Its error is its
 	// outcome; the others run again, each in a savepoint of its own so
@@ -164,17 +221,25 @@ func (g *groupCommitter) run(group []*commitRequest) {
 		}
 	}
 	g.runIsolated(ctx, rest)
+	return len(group)
 }
 
 // runOptimistic runs the group's members one after another in one
 // transaction without savepoints, which on SQLite would copy every page a
 // member touches into a statement journal. When a member fails, it stops,
 // rolls the transaction back and returns that member's index (its err is
-// set); otherwise it returns -1 and the transaction's error.
-func (g *groupCommitter) runOptimistic(ctx context.Context, group []*commitRequest) (int, error) {
-	failed := -1
-	err := g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
+// set); otherwise it returns -1, how many members ran, and the
+// transaction's error. Between members it asks yield whether to stop
+// there and commit what ran: a critical request waits on the shared lane
+// (SQLite's), and the next member may call a slow application.
+func (g *groupCommitter) runOptimistic(ctx context.Context, group []*commitRequest, yield func() bool) (failed, ran int, err error) {
+	failed, ran = -1, len(group)
+	err = g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
 		for i, r := range group {
+			if i > 0 && yield() {
+				ran = i
+				return nil
+			}
 			if r.err = callBody(r.ctx, tx, r.body); r.err != nil {
 				failed = i
 				return r.err
@@ -182,7 +247,7 @@ func (g *groupCommitter) runOptimistic(ctx context.Context, group []*commitReque
 		}
 		return nil
 	})
-	return failed, err
+	return failed, ran, err
 }
 
 // runIsolated runs the members in one transaction, each in a savepoint,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestGroupCommitRollsBackAFailedMemberAlone(t *testing.T) {
 			}},
 			{ctx: t.Context(), body: insertScratch("d")},
 		}
-		g.run(group)
+		g.run(g.lanes[0], group)
 
 		require.NoError(t, group[0].err)
 		require.ErrorIs(t, group[1].err, errBusiness)
@@ -101,7 +102,7 @@ func TestGroupCommitRunsTheOthersAgainWhenTheTransactionIsLost(t *testing.T) {
 			}},
 			{ctx: t.Context(), body: insertScratch("c")},
 		}
-		g.run(group)
+		g.run(g.lanes[0], group)
 
 		// a and c ran again in a new transaction and committed; the
 		// victim was not run again: its error is its outcome.
@@ -122,7 +123,7 @@ func TestGroupCommitRunsConcurrentCallersExactlyOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range callers {
 			wg.Go(func() {
-				errs[i] = g.do(t.Context(), insertScratch(fmt.Sprintf("k%02d", i)))
+				errs[i] = g.do(t.Context(), insertScratch(fmt.Sprintf("k%02d", i)), false)
 			})
 		}
 		wg.Wait()
@@ -201,12 +202,77 @@ func TestGroupCommitWarnsOfASlowTransaction(t *testing.T) {
 	var logged bytes.Buffer
 	g := newGroupCommitter(st, 1, maxCommitGroup, clock, slog.New(slog.NewTextHandler(&logged, nil)))
 
-	require.NoError(t, g.do(t.Context(), func(context.Context, store.Tx) error { return nil }))
+	require.NoError(t, g.do(t.Context(), func(context.Context, store.Tx) error { return nil }, false))
 	require.Empty(t, logged.String(), "a quick transaction is not logged")
 
 	require.NoError(t, g.do(t.Context(), func(context.Context, store.Tx) error {
 		clock.Advance(slowCommit + time.Second) // the disk stalls
 		return nil
-	}))
+	}, false))
 	require.Contains(t, logged.String(), `msg="slow engine transaction" members=1 took=3s`)
+}
+
+// queued waits until n requests are queued on lane l.
+func queued(l *commitLane, n int) {
+	for {
+		l.mu.Lock()
+		got := len(l.queue)
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// On the shared lane (SQLite's) a critical request goes ahead of the
+// normal ones queued before it, and a group of normal ones yields to it
+// between two members.
+func TestGroupCommitCriticalGoesFirst(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		g := newScratchCommitter(t, db)
+		lane := g.lanes[0]
+		var mu sync.Mutex
+		var order []string
+		body := func(key string, wait chan struct{}) txBody {
+			return func(ctx context.Context, tx store.Tx) error {
+				mu.Lock()
+				order = append(order, key)
+				mu.Unlock()
+				if wait != nil {
+					<-wait
+				}
+				return insertScratch(key)(ctx, tx)
+			}
+		}
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { require.NoError(t, g.do(t.Context(), body("a", release), false)) })
+		queued(lane, 1)
+		wg.Go(func() { require.NoError(t, g.do(t.Context(), body("b", nil), false)) })
+		queued(lane, 2)
+		wg.Go(func() { require.NoError(t, g.do(t.Context(), body("c", nil), false)) })
+		queued(lane, 3)
+		wg.Go(func() { require.NoError(t, g.do(t.Context(), body("x", nil), true)) })
+		queued(lane, 4)
+		close(release)
+		wg.Wait()
+		require.Equal(t, []string{"a", "x", "b", "c"}, order, "x waited for the running a only")
+		require.Equal(t, []string{"a", "b", "c", "x"}, scratchKeys(t, db))
+
+		// A running group of normal requests stops between members when a
+		// critical one waits, and commits what ran.
+		group := []*commitRequest{
+			{ctx: t.Context(), body: func(ctx context.Context, tx store.Tx) error {
+				lane.critical.Add(1) // a critical request arrives meanwhile
+				return insertScratch("d")(ctx, tx)
+			}},
+			{ctx: t.Context(), body: insertScratch("e")},
+		}
+		require.Equal(t, 1, g.run(lane, group))
+		lane.critical.Add(-1)
+		require.NoError(t, group[0].err)
+		require.Equal(t, []string{"a", "b", "c", "d", "x"}, scratchKeys(t, db), "e is left for a later group")
+	})
 }

@@ -35,7 +35,7 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 	if ev.Kind == evNotify {
 		return e.notify(ctx, ev, p)
 	}
-	err := e.transact(ctx, nil, "engine", func(r *run) error {
+	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) error {
 		r.redelivered = ev.Attempts > 1
 		// The mark is the fence: it fails when this node no longer holds
 		// the event's claim (it was taken over), and then nothing of this
@@ -111,6 +111,13 @@ var errSkip = errors.New("skip")
 // the engine's own transaction commits, the produced events go to the
 // scheduler and the records to observers.
 func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn func(r *run) error) error {
+	return e.transactAs(ctx, hostTx, actor, false, fn)
+}
+
+// transactAs is transact for a critical transaction (process control:
+// suspend, resume, terminate, deadlines, recovery), which takes the group
+// committer's critical lane, or a normal one.
+func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn func(r *run) error) error {
 	doomed := map[string]string{}
 	bodies := 0 // runs of the body, across attempts and group-commit replays
 	for attempt := 0; ; attempt++ {
@@ -145,7 +152,7 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 			}
 			err = st.InTx(ctx, body)
 		} else {
-			err = e.ownTx(ctx, body)
+			err = e.commits.do(ctx, body, critical)
 		}
 		if r != nil && (err != nil || hostTx != nil) {
 			e.forget(r) // the database may hold something else
@@ -199,12 +206,6 @@ func (e *Engine) forget(r *run) {
 	for _, c := range r.children {
 		e.forget(c)
 	}
-}
-
-// ownTx runs body in a transaction of the engine's own, through the group
-// committer.
-func (e *Engine) ownTx(ctx context.Context, body func(ctx context.Context, tx store.Tx) error) error {
-	return e.commits.do(ctx, body)
 }
 
 // terminate ends the process by command: its work items are withdrawn and

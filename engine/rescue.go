@@ -62,7 +62,7 @@ func (e *Engine) rescue(ctx context.Context) (int, error) {
 // is harmless.
 func (e *Engine) rescueOne(ctx context.Context, id int64) (bool, error) {
 	moved := false
-	err := e.transact(ctx, nil, "recovery", func(r *run) error {
+	err := e.transactAs(ctx, nil, "recovery", true, func(r *run) error {
 		if err := r.load(id); err != nil {
 			return err
 		}

@@ -101,6 +101,14 @@ func (r *run) schedule(p payload) error {
 			}
 			continue
 		}
+		if !startsOnControlPath(a.def) {
+			// Its work runs the host's code (an application, a hook, a
+			// script, an activity set's): on the normal pool, in a
+			// transaction of its own, never on the critical path that
+			// process.schedule takes.
+			r.emitStart(a)
+			continue
+		}
 		if err := r.startActivity(a); err != nil {
 			return err
 		}
@@ -109,6 +117,25 @@ func (r *run) schedule(p payload) error {
 		return r.settle(flow.Scope{Flow: &r.proc.Flow})
 	}
 	return nil
+}
+
+// startsOnControlPath reports whether an activity's start is the engine's
+// own quick work (a route, an event, offering work to people, creating a
+// child instance), which a critical transaction may do: nothing of the
+// host's runs in it.
+func startsOnControlPath(def *xpdl.Activity) bool {
+	if def.Loop != nil || def.Script != nil || len(hooks(def, HookOnEnter)) > 0 {
+		return false
+	}
+	switch {
+	case IsManual(def):
+		return true
+	case def.Kind == xpdl.ActivityRoute, def.Kind == xpdl.ActivitySubFlow:
+		return true
+	case def.Kind == xpdl.ActivityEvent:
+		return len(def.Tools) == 0
+	}
+	return false
 }
 
 // initiated lists the activities waiting to start, in creation order.
