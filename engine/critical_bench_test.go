@@ -147,4 +147,3 @@ func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
 	}
 	return at(0.50), at(0.99)
 }
-
