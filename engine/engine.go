@@ -147,8 +147,9 @@ type Config struct {
 	// RescueInterval is how often recovery's second phase sweeps the
 	// database for instances that could move on but have no event to
 	// move them (a lost event): they get the event they need
-	// (docs/recovery.md). Start and Recover sweep too. Default a minute;
-	// negative turns the periodic sweep off.
+	// (docs/recovery.md). The first sweep runs as Start returns; Recover
+	// sweeps too. Default a minute; negative turns off the periodic
+	// sweep and Start's (Recover still sweeps).
 	RescueInterval time.Duration
 }
 

@@ -212,7 +212,10 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 		}
 		return err
 	case "recover":
-		_, err := s.e.Recover(s.ctx)
+		rep, err := s.e.Recover(s.ctx)
+		if err == nil {
+			fmt.Fprintf(out, "rescued: %d\n", rep.Rescued)
+		}
 		return err
 	case "restart":
 		s.stopEngine()
@@ -274,12 +277,15 @@ func (s *spec) deploy(d *datadriven.TestData, out *strings.Builder) error {
 	return nil
 }
 
-// start starts a process: start [PROCESS] [k=v ...]; values are text,
-// parsed by their declared types.
+// start starts a process: start [PROCESS] [lost-event] [k=v ...]; values
+// are text, parsed by their declared types.
 func (s *spec) start(d *datadriven.TestData) error {
 	opts := engine.StartOptions{DefinitionID: s.latest.ID, TextVariables: map[string]string{}}
+	lost := false
 	for i, a := range d.CmdArgs {
 		switch {
+		case a.Key == "lost-event" && len(a.Vals) == 0:
+			lost = true
 		case i == 0 && len(a.Vals) == 0:
 			opts.Process = a.Key
 		case a.Key == "key" && len(a.Vals) == 1:
@@ -288,7 +294,20 @@ func (s *spec) start(d *datadriven.TestData) error {
 			opts.TextVariables[a.Key] = strings.Join(a.Vals, ",")
 		}
 	}
-	id, err := s.e.StartProcess(s.ctx, opts)
+	var id int64
+	var err error
+	if lost {
+		// Started in a host transaction that also deletes the event that
+		// would schedule it: an event lost (recovery's second phase).
+		err = s.e.Transaction(s.ctx, s.db, func(tx *gorm.DB) error {
+			if id, err = s.e.StartProcessTx(s.ctx, tx, opts); err != nil {
+				return err
+			}
+			return tx.Exec("DELETE FROM goxpdl_events WHERE process_instance_id = ?", id).Error
+		})
+	} else {
+		id, err = s.e.StartProcess(s.ctx, opts)
+	}
 	if err != nil {
 		return err
 	}
