@@ -108,6 +108,9 @@ func newSpec(t *testing.T, db *gorm.DB) *spec {
 		Location:     time.UTC,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PollInterval: 20 * time.Millisecond,
+		// The periodic recovery sweep runs on its own goroutine, at no
+		// moment a script can name: scripts sweep with "recover".
+		RescueInterval: -1,
 	}
 	require.NoError(t, db.Exec("CREATE TABLE spec_calls (app VARCHAR(64) NOT NULL, activity VARCHAR(64) NOT NULL)").Error)
 	s.startEngine()
@@ -607,7 +610,7 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 		return err
 	}
 	for _, tm := range timers {
-		fmt.Fprintf(out, "  timer %s %s %s due=%s\n", tm.Kind, tm.Key, tm.State, relative(tm.DueAt))
+		fmt.Fprintf(out, "  timer %s %s due=%s\n", strings.TrimSpace(tm.Kind+" "+tm.Key), tm.State, relative(tm.DueAt))
 	}
 	vars, err := s.e.Variables(s.ctx, id)
 	if err != nil {
