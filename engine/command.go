@@ -189,13 +189,13 @@ func (e *Engine) startedWithKey(r *run, key string, dep *deployment, proc *xpdl.
 // Suspend pauses a Running process instance: no activity starts until
 // Resume; work items and subflows wait. It refuses (ErrIllegalState)
 // anything but a Running instance.
-func (e *Engine) Suspend(ctx context.Context, id int64) error {
-	return e.SuspendTx(ctx, nil, id)
+func (e *Engine) Suspend(ctx context.Context, id int64, op Op) error {
+	return e.SuspendTx(ctx, nil, id, op)
 }
 
 // SuspendTx is Suspend inside the host's transaction tx (nil: its own).
-func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64) error {
-	return e.command(ctx, tx, id, func(r *run) error {
+func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64, op Op) error {
+	return e.command(ctx, tx, id, op, func(r *run) error {
 		if err := r.setProcess(machine.ProcessSuspend, ""); err != nil {
 			return err
 		}
@@ -209,13 +209,13 @@ func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64) error {
 // Resume continues a Suspended process instance; the activities that
 // could not start meanwhile start now. A second Resume is refused
 // (ErrIllegalState).
-func (e *Engine) Resume(ctx context.Context, id int64) error {
-	return e.ResumeTx(ctx, nil, id)
+func (e *Engine) Resume(ctx context.Context, id int64, op Op) error {
+	return e.ResumeTx(ctx, nil, id, op)
 }
 
 // ResumeTx is Resume inside the host's transaction tx (nil: its own).
-func (e *Engine) ResumeTx(ctx context.Context, tx *gorm.DB, id int64) error {
-	return e.command(ctx, tx, id, func(r *run) error {
+func (e *Engine) ResumeTx(ctx context.Context, tx *gorm.DB, id int64, op Op) error {
+	return e.command(ctx, tx, id, op, func(r *run) error {
 		if err := r.setProcess(machine.ProcessResume, ""); err != nil {
 			return err
 		}
@@ -233,19 +233,25 @@ func (e *Engine) ResumeTx(ctx context.Context, tx *gorm.DB, id int64) error {
 // Terminate ends a Running or Suspended process instance: its open work
 // items are withdrawn and its subflows terminated. A finished instance
 // refuses (ErrInstanceFinished).
-func (e *Engine) Terminate(ctx context.Context, id int64) error {
-	return e.TerminateTx(ctx, nil, id)
+func (e *Engine) Terminate(ctx context.Context, id int64, op Op) error {
+	return e.TerminateTx(ctx, nil, id, op)
 }
 
 // TerminateTx is Terminate inside the host's transaction tx (nil: its
 // own).
-func (e *Engine) TerminateTx(ctx context.Context, tx *gorm.DB, id int64) error {
-	return e.command(ctx, tx, id, func(r *run) error { return r.terminate() })
+func (e *Engine) TerminateTx(ctx context.Context, tx *gorm.DB, id int64, op Op) error {
+	return e.command(ctx, tx, id, op, func(r *run) error { return r.terminate() })
 }
 
-func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, fn func(r *run) error) error {
+// command runs an operator command on process instance id: op is
+// checked, then fn runs on the loaded instance in a critical transaction.
+func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, fn func(r *run) error) error {
+	if err := op.check(); err != nil {
+		return err
+	}
 	// Process control: the critical lane, never behind application calls.
-	return e.transactAs(ctx, tx, "host", true, func(r *run) error {
+	return e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) error {
+		r.op = op
 		if err := r.load(id); err != nil {
 			return err
 		}

@@ -94,10 +94,10 @@ func benchCriticalOnce(b *testing.B, d dbtest.Dialect, n int, slow time.Duration
 				break
 			}
 			t0 := time.Now()
-			require.NoError(b, e.Suspend(ctx, id))
+			require.NoError(b, e.Suspend(ctx, id, engine.Op{}))
 			suspend = append(suspend, time.Since(t0))
 			t0 = time.Now()
-			require.NoError(b, e.Terminate(ctx, id))
+			require.NoError(b, e.Terminate(ctx, id, engine.Op{}))
 			terminate = append(terminate, time.Since(t0))
 		}
 		return suspend, terminate

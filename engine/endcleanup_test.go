@@ -61,7 +61,7 @@ func TestEndCleansUpAfterActivitySets(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, store.InboxPending, early.State, "kept until Reply is reached")
 
-			require.NoError(t, h.e.Terminate(h.ctx, id))
+			require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 			h.requireState(id, wftype.ProcessTerminated)
 			items, err = h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: id})
 			require.NoError(t, err)

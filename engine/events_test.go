@@ -344,7 +344,7 @@ func TestSignal(t *testing.T) {
 		b := h.startProcess("events", "waiter", nil)
 		suspended := h.startProcess("events", "waiter", nil)
 		h.idle()
-		require.NoError(t, h.e.Suspend(h.ctx, suspended))
+		require.NoError(t, h.e.Suspend(h.ctx, suspended, engine.Op{}))
 
 		t.Run("Broadcast", func(t *testing.T) { //nolint:paralleltest // the subtests share one engine, its fake clock and its instances
 			h := h.sub(t)
@@ -364,7 +364,7 @@ func TestSignal(t *testing.T) {
 			}
 			// The suspended instance was not listening: lost for it.
 			require.Equal(t, waiting, activityStates(h, suspended)["Wait"])
-			require.NoError(t, h.e.Resume(h.ctx, suspended))
+			require.NoError(t, h.e.Resume(h.ctx, suspended, engine.Op{}))
 			require.Equal(t, waiting, activityStates(h, suspended)["Wait"])
 		})
 
@@ -441,7 +441,7 @@ func TestSignal(t *testing.T) {
 			require.ErrorIs(t, err, engine.ErrNotFound)
 			finished := h.startProcess("events", "waiter", nil)
 			h.idle()
-			require.NoError(t, h.e.Terminate(h.ctx, finished))
+			require.NoError(t, h.e.Terminate(h.ctx, finished, engine.Op{}))
 			require.Empty(t, subscriptions(h, finished), "a finished instance's subscriptions go with it")
 			_, err = h.e.Signal(h.ctx, "go", engine.SignalOpts{Instance: finished})
 			require.ErrorIs(t, err, engine.ErrInstanceFinished)
@@ -573,12 +573,12 @@ func TestMessageEvent(t *testing.T) {
 		t.Run("WaitsThroughSuspension", func(t *testing.T) { //nolint:paralleltest // the subtests share one engine, its fake clock and its instances
 			h := h.sub(t)
 			id := waitingAtPaid(h)
-			require.NoError(t, h.e.Suspend(h.ctx, id))
+			require.NoError(t, h.e.Suspend(h.ctx, id, engine.Op{}))
 			d, err := h.e.Send(h.ctx, engine.Message{MessageID: "while-suspended", Instance: id, Activity: "Paid"})
 			require.NoError(t, err)
 			require.Equal(t, store.InboxPending, d.State)
 			require.Equal(t, waiting, activityStates(h, id)["Paid"])
-			require.NoError(t, h.e.Resume(h.ctx, id))
+			require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
 			h.requireState(id, wftype.ProcessCompleted)
 			got, err := h.e.Inbox(h.ctx, "while-suspended")
 			require.NoError(t, err)

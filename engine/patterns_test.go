@@ -151,7 +151,7 @@ func runPattern(t *testing.T, h *harness, advance func(time.Duration), rec *reco
 			advance(s.advance)
 			rec.await(t, id, s.await, n+1)
 		case s.terminate:
-			require.NoError(t, h.e.Terminate(h.ctx, id), "step %d: terminate", i+1)
+			require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}), "step %d: terminate", i+1)
 		case s.signal != "":
 			h.idle()
 			b, err := h.e.Signal(h.ctx, s.signal, engine.SignalOpts{})

@@ -30,6 +30,9 @@ type run struct {
 	tx    *gormstore.Store
 	now   time.Time
 	actor string
+	// op is the command this run carries out, for its history entries
+	// (Op.Reason, Op.Data); zero for the engine's own work.
+	op Op
 	// redelivered says that the event this run handles was delivered
 	// before: an earlier attempt may have called applications.
 	redelivered bool
@@ -245,7 +248,7 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	}
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, Subject: store.SubjectProcess, FromState: string(from), ToState: string(to),
-		Actor: r.actor, At: r.now, Data: detail(diagnosis),
+		Actor: r.actor, At: r.now, Data: r.detail(diagnosis),
 	})
 	if typ := processRecord[to]; typ != "" {
 		r.record(Record{Type: typ, State: string(to), Error: diagnosis})
@@ -281,7 +284,7 @@ func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string)
 	a.dirty = true
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &a.row.ID, Subject: store.SubjectActivity,
-		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: detail(diagnosis),
+		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: r.detail(diagnosis),
 	})
 	rec := Record{Activity: a.def.ID, State: string(to)}
 	switch to {
@@ -678,9 +681,3 @@ func (r *run) expression(expr xpdl.Expression) (any, error) {
 	return r.e.eval.Eval(ctx, text, vars)
 }
 
-func detail(diagnosis string) []byte {
-	if diagnosis == "" {
-		return nil
-	}
-	return mustJSON(map[string]string{"diagnosis": diagnosis})
-}

@@ -181,11 +181,11 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 		s.clock.Advance(dur)
 		return nil
 	case "suspend":
-		return s.e.Suspend(s.ctx, s.instance(d))
+		return s.e.Suspend(s.ctx, s.instance(d), engine.Op{})
 	case "resume":
-		return s.e.Resume(s.ctx, s.instance(d))
+		return s.e.Resume(s.ctx, s.instance(d), engine.Op{})
 	case "terminate":
-		return s.e.Terminate(s.ctx, s.instance(d))
+		return s.e.Terminate(s.ctx, s.instance(d), engine.Op{})
 	case "signal":
 		b, err := s.e.Signal(s.ctx, d.CmdArgs[0].Key, engine.SignalOpts{Variables: s.values(d.CmdArgs[1:])})
 		if err == nil {

@@ -86,7 +86,7 @@ func TestSubflows(t *testing.T) {
 			kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
 			require.NoError(t, err)
 			require.Len(t, kids, 1)
-			require.NoError(t, h.e.Terminate(h.ctx, kids[0].ID))
+			require.NoError(t, h.e.Terminate(h.ctx, kids[0].ID, engine.Op{}))
 			h.requireState(id, wftype.ProcessRunning)
 			acts, err := h.e.Activities(h.ctx, id)
 			require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestSubflows(t *testing.T) {
 			require.Contains(t, acts[0].Diagnosis, "Terminated")
 
 			// Terminating the parent now is fine; the child is done.
-			require.NoError(t, h.e.Terminate(h.ctx, id))
+			require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 			h.requireState(id, wftype.ProcessTerminated)
 		})
 
@@ -104,7 +104,7 @@ func TestSubflows(t *testing.T) {
 			kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
 			require.NoError(t, err)
 			require.Len(t, kids, 1)
-			require.NoError(t, h.e.Terminate(h.ctx, id))
+			require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 			h.requireState(kids[0].ID, wftype.ProcessTerminated)
 			items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: kids[0].ID})
 			require.NoError(t, err)

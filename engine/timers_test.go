@@ -265,7 +265,7 @@ func TestSuspendedProcessKeepsTheTimeItsTimersHadLeft(t *testing.T) {
 		id := h.startProcess("deadlines", "approval", nil)
 		h.idle()
 		clock.Advance(4 * time.Second)
-		require.NoError(t, h.e.Suspend(h.ctx, id))
+		require.NoError(t, h.e.Suspend(h.ctx, id, engine.Op{}))
 		timers, err := h.e.Timers(h.ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, store.TimerPaused, timers[0].State)
@@ -274,7 +274,7 @@ func TestSuspendedProcessKeepsTheTimeItsTimersHadLeft(t *testing.T) {
 		h.idle()
 		require.Empty(t, rec.of(id, engine.RecordDeadlineFired), "a suspended process's timers do not fire")
 
-		require.NoError(t, h.e.Resume(h.ctx, id))
+		require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
 		timers, err = h.e.Timers(h.ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, store.TimerPending, timers[0].State)

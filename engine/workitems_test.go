@@ -217,14 +217,14 @@ func TestWorkItemsFollowTheProcess(t *testing.T) {
 		enter := h.item(id, "Enter")
 		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice"))
 
-		require.NoError(t, h.e.Suspend(h.ctx, id))
+		require.NoError(t, h.e.Suspend(h.ctx, id, engine.Op{}))
 		got := h.item(id, "Enter")
 		require.Equal(t, string(workitem.Suspended), got.State)
 		require.Equal(t, "alice", got.Owner)
 		require.ErrorIs(t, h.completeAs(enter.ID, "alice", nil), engine.ErrIllegalState, "work waits while suspended")
 		require.ErrorIs(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice"), engine.ErrIllegalState)
 
-		require.NoError(t, h.e.Resume(h.ctx, id))
+		require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
 		got = h.item(id, "Enter")
 		require.Equal(t, string(workitem.Allocated), got.State, "back to the state it was suspended in")
 		require.Equal(t, "alice", got.Owner)
@@ -235,7 +235,7 @@ func TestWorkItemsFollowTheProcess(t *testing.T) {
 		require.Empty(t, got.Owner)
 		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice"), engine.ErrNotAllowed, "reassigned to bob alone")
 
-		require.NoError(t, h.e.Terminate(h.ctx, id))
+		require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 		items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: id})
 		require.NoError(t, err)
 		require.Len(t, items, 1)

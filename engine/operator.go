@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Op says who gives a command and why. Every state change the command
+// makes is written to the history with it: Actor as the entry's actor,
+// Reason and Data in the entry's detail. The zero Op is the host acting
+// without a reason.
+type Op struct {
+	// Actor is who gives the command: a user, "console", "cli"; default
+	// "host".
+	Actor string
+	// Reason is why, in the operator's words ("customer cancelled").
+	Reason string
+	// Data is the host's own data kept with the history entries (a ticket
+	// number, a request id); it must encode as JSON.
+	Data map[string]any
+}
+
+// actor returns the Actor, or def when it is empty.
+func (o Op) actor(def string) string {
+	if a := strings.TrimSpace(o.Actor); a != "" {
+		return a
+	}
+	return def
+}
+
+// entryDetail is the JSON detail of a history entry.
+type entryDetail struct {
+	Diagnosis string         `json:"diagnosis,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	Data      map[string]any `json:"data,omitempty"`
+}
+
+// detail encodes a history entry's detail: the diagnosis of the change
+// and the reason and data of the command that made it; nil when there is
+// none of them.
+func (r *run) detail(diagnosis string) []byte {
+	if diagnosis == "" && r.op.Reason == "" && len(r.op.Data) == 0 {
+		return nil
+	}
+	return mustJSON(entryDetail{Diagnosis: diagnosis, Reason: r.op.Reason, Data: r.op.Data})
+}
+
+// check refuses an Op whose Data does not encode as JSON (ErrConfig).
+func (o Op) check() error {
+	if len(o.Data) == 0 {
+		return nil
+	}
+	if _, err := json.Marshal(o.Data); err != nil {
+		return fmt.Errorf("%w: Op.Data does not encode as JSON: %v", ErrConfig, err)
+	}
+	return nil
+}
