@@ -276,6 +276,27 @@ type Tx interface {
 	// It reports whether it deleted the row.
 	RemoveNode(ctx context.Context, params RemoveNodeParams) (bool, error)
 
+	// RecordIncident opens an incident, or updates the open incident of
+	// the same subject (inc.ActivityInstanceID, or the process when it is
+	// nil): Cause, Error, Application, Params and LastFailureAt are
+	// replaced, and Attempts is inc.Attempts when that is greater than 0,
+	// else one more than before. A new incident gets FirstFailureAt =
+	// inc.LastFailureAt (when FirstFailureAt is zero) and Attempts at
+	// least 1. ID, State and the resolution fields of inc are ignored.
+	// The incident is returned as stored.
+	RecordIncident(ctx context.Context, inc Incident) (Incident, error)
+	// ResolveIncidents resolves the open incidents params selects and
+	// returns how many it resolved.
+	ResolveIncidents(ctx context.Context, params ResolveIncidentsParams) (int64, error)
+	// GetIncident returns the incident with the given id, or ErrNotFound.
+	GetIncident(ctx context.Context, id int64) (Incident, error)
+	// ListIncidents returns the incidents matching the filter, in ID
+	// order.
+	ListIncidents(ctx context.Context, params ListIncidentsParams) ([]Incident, error)
+	// CountIncidents counts the incidents in the given states (all when
+	// empty) per cause. Causes without incidents are absent.
+	CountIncidents(ctx context.Context, states []string) (map[string]int64, error)
+
 	// InsertHistory appends entries to the audit trail; IDs of the
 	// arguments are ignored. It is all or none once the caller has rolled
 	// back after an error: inside a transaction, a store may leave the

@@ -334,6 +334,7 @@ var allModels = []any{
 	&timerModel{},
 	&nodeModel{},
 	&subscriptionModel{},
+	&incidentModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Timer", h.testTimers)
 	t.Run("Node", h.testNodes)
 	t.Run("Subscription", h.testSubscriptions)
+	t.Run("Incident", h.testIncidents)
 }
 
 type harness struct {
