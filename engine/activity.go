@@ -49,8 +49,8 @@ func (r *run) startActivity(a *act) error {
 		return nil
 	}
 	if target := r.failTarget(a); len(r.doomed) > 0 {
-		if diagnosis, ok := r.doomed[target.key]; ok {
-			return r.failDoomed(target, diagnosis) // it failed in an attempt rolled back
+		if f, ok := r.doomed[target.key]; ok {
+			return r.failDoomed(target, f) // it failed in an attempt rolled back
 		}
 	}
 	if isLoop(a) {
@@ -104,17 +104,35 @@ func (r *run) startActivity(a *act) error {
 }
 
 // callFailed handles an application or hook call of activity a that
-// raised an XPDL exception (its exception transitions fire) or failed:
-// a retryable or database error rolls the step back for the event to
-// come again, any other puts the activity in Abnormal.
+// raised an XPDL exception (its exception transitions fire) or failed. A
+// database error rolls the step back for the event to come again. An
+// error the call's retry policy retries does too, until the policy's
+// last attempt: then, as for any other error, the activity goes Abnormal
+// with an incident.
 func (r *run) callFailed(a *act, exception string, err error) error {
-	switch {
-	case err != nil && (IsRetryable(err) || isStoreError(err)):
-		return err
-	case err != nil:
-		return r.fail(a, err.Error())
+	if err == nil {
+		return r.complete(a, exception)
 	}
-	return r.complete(a, exception)
+	if isStoreError(err) {
+		return err
+	}
+	ce, ok := asCallError(err)
+	if !ok {
+		if IsRetryable(err) {
+			return err
+		}
+		return r.failCause(a, CauseApplication, err.Error())
+	}
+	f := failure{cause: CauseApplication, diagnosis: err.Error(), app: ce.app, params: ce.params}
+	if ce.policy.retries(err) {
+		attempt := max(r.attempt, 1)
+		if !ce.policy.exhausted(attempt) {
+			return err
+		}
+		f.cause, f.attempts = CauseRetriesExhausted, attempt
+		f.diagnosis = fmt.Sprintf("gave up after %d attempts: %v", attempt, err)
+	}
+	return r.failWith(a, f)
 }
 
 // waits reports whether an activity waits once started, for people, a
@@ -253,18 +271,42 @@ func priority(text string) int {
 // cause, its set's activities end, and retrying the block runs the whole
 // set again.
 func (r *run) fail(a *act, diagnosis string) error {
+	return r.failWith(a, failure{cause: CauseOther, diagnosis: diagnosis})
+}
+
+// failCause is fail with the cause an incident shows.
+func (r *run) failCause(a *act, cause IncidentCause, diagnosis string) error {
+	return r.failWith(a, failure{cause: cause, diagnosis: diagnosis})
+}
+
+// failWith is fail with everything the incident shows.
+func (r *run) failWith(a *act, f failure) error {
+	if r.skipping == a {
+		// An operator's skip cannot route the activity on: refuse it
+		// rather than fail the activity again.
+		return fmt.Errorf("%w: activity %s cannot be routed on: %s", ErrCannotSkip, a.def.ID, f.diagnosis)
+	}
 	target := r.failTarget(a)
 	doomed, ok := r.doomed[target.key]
 	if !ok {
 		if target != a {
-			diagnosis = fmt.Sprintf("activity set %s rolled back: activity %s failed: %s", target.def.Block.ActivitySet, a.def.ID, diagnosis)
+			f.diagnosis = fmt.Sprintf("activity set %s rolled back: activity %s failed: %s", target.def.Block.ActivitySet, a.def.ID, f.diagnosis)
 		}
-		return &rolledBack{key: target.key, diagnosis: diagnosis}
+		return &rolledBack{key: target.key, failure: f}
 	}
 	if target != a {
 		return r.failDoomed(target, doomed)
 	}
-	return r.setActivity(a, machine.ActivityFail, diagnosis)
+	return r.abnormal(a, f)
+}
+
+// abnormal puts a in Abnormal and opens its incident.
+func (r *run) abnormal(a *act, f failure) error {
+	if err := r.setActivity(a, machine.ActivityFail, f.diagnosis); err != nil {
+		return err
+	}
+	r.incidents = append(r.incidents, pendingIncident{act: a, failure: f})
+	return nil
 }
 
 // failTarget is the activity a failure of a puts in Abnormal: a itself at
@@ -284,7 +326,7 @@ func (r *run) failTarget(a *act) *act {
 
 // failDoomed puts a doomed activity in Abnormal without running it: a
 // block activity's set activities end with it.
-func (r *run) failDoomed(a *act, diagnosis string) error {
+func (r *run) failDoomed(a *act, f failure) error {
 	if a.row.State == string(wftype.ActivityInitiated) {
 		if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
 			return err
@@ -293,19 +335,19 @@ func (r *run) failDoomed(a *act, diagnosis string) error {
 	if err := r.interrupt(a); err != nil {
 		return err
 	}
-	return r.setActivity(a, machine.ActivityFail, diagnosis)
+	return r.abnormal(a, f)
 }
 
 // rolledBack is the error that rolls a transaction back because an
 // activity failed (fail); transact runs it again with the activity
 // doomed.
 type rolledBack struct {
-	key       string
-	diagnosis string
+	key     string
+	failure failure
 }
 
 func (e *rolledBack) Error() string {
-	return "activity " + e.key + " failed: " + e.diagnosis + " (the transaction is run again without it)"
+	return "activity " + e.key + " failed: " + e.failure.diagnosis + " (the transaction is run again without it)"
 }
 
 // complete finishes an activity and routes: the transitions chosen by its
@@ -322,7 +364,7 @@ func (r *run) complete(a *act, exception string) error {
 	if exception != "" {
 		fired = flow.ChooseException(sc.Flow, a.def, exception)
 		if len(fired) == 0 {
-			return r.fail(a, fmt.Sprintf("exception %s: no EXCEPTION or DEFAULTEXCEPTION transition", exception))
+			return r.failCause(a, CauseException, fmt.Sprintf("exception %s: no EXCEPTION or DEFAULTEXCEPTION transition", exception))
 		}
 	}
 	var decided []decision
@@ -336,10 +378,14 @@ func (r *run) complete(a *act, exception string) error {
 			if isStoreError(err) {
 				return err
 			}
-			return r.fail(a, err.Error())
+			return r.failCause(a, CauseCondition, err.Error())
 		}
 	}
-	if err := r.setActivity(a, machine.ActivityComplete, ""); err != nil {
+	cmd, why := machine.ActivityComplete, ""
+	if r.skipping == a {
+		cmd, why = machine.ActivitySkip, "skipped by "+r.actor // an operator completes it without running it
+	}
+	if err := r.setActivity(a, cmd, why); err != nil {
 		return err
 	}
 	if err := r.deferredChoice(a); err != nil {
@@ -623,7 +669,7 @@ func (r *run) callTools(a *act) (exception string, err error) {
 		if c, ok := tc.ExtendedAttributes.Get("ToolAgentClass"); ok {
 			class = c
 		}
-		fn, ok := r.e.resolve(app, class)
+		b, ok := r.e.resolve(app, class)
 		if !ok {
 			return "", fmt.Errorf("application %s: %w", app.ID, ErrNoApplication)
 		}
@@ -657,12 +703,17 @@ func (r *run) callTools(a *act) (exception string, err error) {
 					ErrNotRetried, app.ID, a.def.ID)
 			}
 		}
-		out, err := callSafely(r.ctx, fn, call)
+		out, err := callSafely(r.ctx, b.fn, call)
 		if err != nil {
 			if exc, ok := errors.AsType[*ApplicationException](err); ok {
 				return exc.Name, nil
 			}
-			return "", err
+			return "", r.callError(a, app.ID, params, b, err)
+		}
+		if r.redelivered {
+			// An earlier call may have failed and opened a CauseFailing
+			// incident: it is over.
+			r.resolve(r.failTarget(a), "succeeded")
 		}
 		for j, fp := range app.FormalParameters {
 			if fp.Mode != xpdl.ModeOut && fp.Mode != xpdl.ModeInOut || j >= len(tc.ActualParameters) {

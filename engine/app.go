@@ -128,29 +128,39 @@ const AttrRetryable = "Retryable"
 const JavaScriptToolAgentClass = "org.enhydra.shark.toolagent.JavaScriptToolAgent"
 
 // RegisterApplication binds fn to the XPDL Application id. It takes
-// precedence over a tool-agent binding.
-func (e *Engine) RegisterApplication(id string, fn ApplicationFunc) {
+// precedence over a tool-agent binding. Options set how failing calls are
+// retried (WithRetry).
+func (e *Engine) RegisterApplication(id string, fn ApplicationFunc, opts ...AppOption) {
+	b := binding{fn: fn}
+	for _, o := range opts {
+		o(&b)
+	}
 	e.appMu.Lock()
 	defer e.appMu.Unlock()
-	e.apps[id] = fn
+	e.apps[id] = b
 }
 
 // RegisterToolAgent binds fn to a ToolAgentClass: every application whose
 // ToolAgentClass extended attribute equals class, or ends with "."+class,
-// is called through fn.
-func (e *Engine) RegisterToolAgent(class string, fn ApplicationFunc) {
+// is called through fn. Options set how failing calls are retried
+// (WithRetry).
+func (e *Engine) RegisterToolAgent(class string, fn ApplicationFunc, opts ...AppOption) {
+	b := binding{fn: fn}
+	for _, o := range opts {
+		o(&b)
+	}
 	e.appMu.Lock()
 	defer e.appMu.Unlock()
-	e.agents[class] = fn
+	e.agents[class] = b
 }
 
-// resolve finds the function for an application.
-func (e *Engine) resolve(app *xpdl.Application, class string) (ApplicationFunc, bool) {
+// resolve finds the binding of an application.
+func (e *Engine) resolve(app *xpdl.Application, class string) (binding, bool) {
 	e.appMu.RLock()
-	fn, ok := e.apps[app.ID]
+	b, ok := e.apps[app.ID]
 	e.appMu.RUnlock()
 	if ok {
-		return fn, true
+		return b, true
 	}
 	return e.resolveAgent(class)
 }
@@ -158,26 +168,26 @@ func (e *Engine) resolve(app *xpdl.Application, class string) (ApplicationFunc, 
 // resolveAgent finds the tool agent registered for a class (by its full
 // name or its last dotted part), else the built-in JavaScript agent or,
 // when configured, the no-op one.
-func (e *Engine) resolveAgent(class string) (ApplicationFunc, bool) {
+func (e *Engine) resolveAgent(class string) (binding, bool) {
 	e.appMu.RLock()
 	defer e.appMu.RUnlock()
 	if class != "" {
-		if fn, ok := e.agents[class]; ok {
-			return fn, true
+		if b, ok := e.agents[class]; ok {
+			return b, true
 		}
-		for name, fn := range e.agents {
+		for name, b := range e.agents {
 			if strings.HasSuffix(class, "."+name) {
-				return fn, true
+				return b, true
 			}
 		}
 		if strings.HasSuffix(class, "JavaScriptToolAgent") {
-			return e.javaScriptAgent, true
+			return binding{fn: e.javaScriptAgent}, true
 		}
 	}
 	if e.cfg.NoOpUnboundApplications {
-		return noOpApplication, true
+		return binding{fn: noOpApplication}, true
 	}
-	return nil, false
+	return binding{}, false
 }
 
 // noOpApplication returns nothing: OUT parameters keep their values.

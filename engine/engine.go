@@ -151,6 +151,10 @@ type Config struct {
 	// sweeps too. Default a minute; negative turns off the periodic
 	// sweep and Start's (Recover still sweeps).
 	RescueInterval time.Duration
+	// RetryPolicy is the retry policy of applications registered
+	// without one (RegisterApplication's WithRetry); its zero fields are
+	// DefaultRetryPolicy's.
+	RetryPolicy RetryPolicy
 }
 
 // DeadBranchMode is what a lost branch does (Config.DeadBranch).
@@ -204,8 +208,8 @@ type Engine struct {
 	notifyTypes []string
 
 	appMu  sync.RWMutex
-	apps   map[string]ApplicationFunc
-	agents map[string]ApplicationFunc
+	apps   map[string]binding
+	agents map[string]binding
 
 	obsMu     sync.RWMutex
 	observers []func(Record)
@@ -318,8 +322,8 @@ func New(cfg Config) (*Engine, error) {
 		log:         cfg.Logger,
 		eval:        script.New(script.Config{NowFunc: cfg.Clock.Now}),
 		defs:        defs,
-		apps:        make(map[string]ApplicationFunc),
-		agents:      make(map[string]ApplicationFunc),
+		apps:        make(map[string]binding),
+		agents:      make(map[string]binding),
 	}
 	e.reservesIDs = st.Capabilities().ReservesIDs
 	lanes := 1 // SQLite has one writer

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
 )
 
@@ -39,6 +40,18 @@ var (
 	// ErrEmptyProcess: the process to start has no activities, so an
 	// instance could never do anything (an *EmptyProcessError).
 	ErrEmptyProcess = errors.New("process has no activities")
+	// ErrConflict: the instance changed while a command was applied
+	// (another operator, the engine's own progress) more often than the
+	// command retries; nothing was changed, and the command may be given
+	// again.
+	ErrConflict = store.ErrConflict
+	// ErrCannotSkip: an Abnormal activity cannot be skipped because it
+	// cannot be routed on (a transition condition fails with the values
+	// given); nothing was changed.
+	ErrCannotSkip = errors.New("activity cannot be skipped")
+	// ErrWrongInstance: an activity instance named in a command belongs
+	// to another process instance than the one named.
+	ErrWrongInstance = errors.New("activity instance belongs to another process instance")
 )
 
 // EmptyProcessError refuses to start a process without activities: an

@@ -37,6 +37,7 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 	}
 	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) error {
 		r.redelivered = ev.Attempts > 1
+		r.attempt = ev.Attempts
 		// The mark is the fence: it fails when this node no longer holds
 		// the event's claim (it was taken over), and then nothing of this
 		// transaction commits.
@@ -118,7 +119,7 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 // suspend, resume, terminate, deadlines, recovery), which takes the group
 // committer's critical lane, or a normal one.
 func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn func(r *run) error) error {
-	doomed := map[string]string{}
+	doomed := map[string]failure{}
 	bodies := 0 // runs of the body, across attempts and group-commit replays
 	for attempt := 0; ; attempt++ {
 		var r *run
@@ -164,7 +165,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 		}
 		if rb, ok := errors.AsType[*rolledBack](err); ok && attempt < maxConflictRetries {
 			if _, seen := doomed[rb.key]; !seen {
-				doomed[rb.key] = rb.diagnosis
+				doomed[rb.key] = rb.failure
 				continue
 			}
 		}

@@ -70,7 +70,7 @@ func (r *run) callHooks(a *act, event string) (exception string, err error) {
 		return "", err
 	}
 	for i, class := range classes {
-		fn, ok := r.e.resolveAgent(class)
+		b, ok := r.e.resolveAgent(class)
 		if !ok {
 			return "", fmt.Errorf("hook %s of activity %s: %w", class, a.def.ID, ErrNoApplication)
 		}
@@ -88,12 +88,12 @@ func (r *run) callHooks(a *act, event string) (exception string, err error) {
 			IdempotencyKey:     fmt.Sprintf("%d/%d/%d/%s/%d", r.pi.ID, a.row.ID, a.row.Attempt, event, i),
 			ProcessInstanceID:  r.pi.ID, ActivityInstanceID: a.row.ID, ActivityID: a.def.ID,
 		}
-		out, err := callSafely(r.ctx, fn, call)
+		out, err := callSafely(r.ctx, b.fn, call)
 		if err != nil {
 			if exc, ok := errors.AsType[*ApplicationException](err); ok {
 				return exc.Name, nil
 			}
-			return "", fmt.Errorf("hook %s of activity %s: %w", class, a.def.ID, err)
+			return "", r.callError(a, "", nil, b, fmt.Errorf("hook %s of activity %s: %w", class, a.def.ID, err))
 		}
 		for name, v := range out {
 			if err := r.setVariable(name, v); err != nil {

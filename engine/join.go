@@ -51,7 +51,7 @@ func (r *run) startJoin(sc flow.Scope, def *xpdl.Activity, condErr error) error 
 	if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
 		return err
 	}
-	return r.fail(a, condErr.Error())
+	return r.failCause(a, CauseCondition, condErr.Error())
 }
 
 // withdrawLosers ends the open activities of scope sc that can only lead

@@ -441,7 +441,7 @@ func (r *run) loopNext(loop *act, st loopState) error {
 // activity without a loop.
 func (r *run) loopException(loop, a *act, exception string) error {
 	if len(flow.ChooseException(loop.scope.Flow, loop.def, exception)) == 0 {
-		return r.fail(a, fmt.Sprintf("exception %s: no EXCEPTION or DEFAULTEXCEPTION transition", exception))
+		return r.failCause(a, CauseException, fmt.Sprintf("exception %s: no EXCEPTION or DEFAULTEXCEPTION transition", exception))
 	}
 	if err := r.setActivity(a, machine.ActivityComplete, "exception "+exception); err != nil {
 		return err

@@ -92,6 +92,12 @@ func (e *Engine) retryLater(ctx context.Context, ev store.Event, err error) erro
 		return err
 	}
 	delay := retryDelay(ev.Attempts)
+	if ce, ok := asCallError(err); ok {
+		// An application failed: its policy sets the wait, and a call
+		// that keeps failing shows as an incident.
+		delay = ce.policy.backoff(ev.Attempts)
+		e.recordFailing(ctx, ev.ProcessInstanceID, ev.Attempts, err)
+	}
 	at := e.now().Add(delay)
 	rerr := e.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: at, Owner: e.owner})
 	if rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {

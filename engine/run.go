@@ -36,6 +36,10 @@ type run struct {
 	// redelivered says that the event this run handles was delivered
 	// before: an earlier attempt may have called applications.
 	redelivered bool
+	// attempt numbers the deliveries of the event this run handles (1
+	// for the first); 0 for a command of the host's. Retry policies count
+	// an application's calls by it.
+	attempt int
 	// rerun says that this transaction's work ran before, in an attempt
 	// that rolled back (transact): it may have called applications too.
 	rerun bool
@@ -61,17 +65,22 @@ type run struct {
 	inline     []*act // activities of activity sets to start in this transaction
 	children   []*run // subflow instances this run created
 	published  []store.Event
-	flushed    bool                   // flush wrote the instance
-	inserted   *store.ProcessInstance // the instance as this run inserted it, if it did
-	timers     []store.Timer          // timers to arm at flush
-	nextDue    time.Time              // the earliest timer this run (or its children) armed; zero for none
-	due        time.Time              // when the timer this run handles was due; its records say so
+	flushed    bool                           // flush wrote the instance
+	inserted   *store.ProcessInstance         // the instance as this run inserted it, if it did
+	timers     []store.Timer                  // timers to arm at flush
+	incidents  []pendingIncident              // incidents to open at flush
+	resolved   []store.ResolveIncidentsParams // incidents to resolve at flush
+	// skipping is the activity an operator's skip is routing on
+	// (SkipActivity); a failure to route it refuses the skip.
+	skipping *act
+	nextDue  time.Time // the earliest timer this run (or its children) armed; zero for none
+	due      time.Time // when the timer this run handles was due; its records say so
 
 	// doomed maps activities (act.key) whose failure rolled an earlier
 	// attempt of this transaction back to their diagnosis: this attempt
 	// fails them without running them (see fail). Shared by the attempts
 	// of one transact.
-	doomed map[string]string
+	doomed map[string]failure
 	// created counts the activities this run created, by scope and
 	// definition, to give each a key that a rerun gives it again.
 	created map[string]int
@@ -252,6 +261,12 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	})
 	if typ := processRecord[to]; typ != "" {
 		r.record(Record{Type: typ, State: string(to), Error: diagnosis})
+	}
+	switch to {
+	case wftype.ProcessLocking:
+		r.incidents = append(r.incidents, pendingIncident{failure: failure{cause: CauseLocking, diagnosis: diagnosis}})
+	case wftype.ProcessTerminated:
+		r.resolveAll("terminated")
 	}
 	return nil
 }
@@ -500,6 +515,9 @@ func (r *run) flush(hosted bool) error {
 	if err := r.flushSubscriptions(); err != nil {
 		return err
 	}
+	if err := r.flushIncidents(); err != nil {
+		return err
+	}
 	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {
 		return err
 	}
@@ -680,4 +698,3 @@ func (r *run) expression(expr xpdl.Expression) (any, error) {
 	defer cancel()
 	return r.e.eval.Eval(ctx, text, vars)
 }
-

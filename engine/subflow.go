@@ -235,7 +235,7 @@ func (r *run) subprocessEnded(activityID, childID int64) error {
 		return err
 	}
 	if child.State != string(wftype.ProcessCompleted) {
-		return r.fail(a, fmt.Sprintf("subflow instance %d ended %s: %s", child.ID, child.State, child.Diagnosis))
+		return r.failCause(a, CauseSubflow, fmt.Sprintf("subflow instance %d ended %s: %s", child.ID, child.State, child.Diagnosis))
 	}
 	dep, err := r.e.definition(r.ctx, r.tx, child.DefinitionID)
 	if err != nil {

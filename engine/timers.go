@@ -588,6 +588,7 @@ func (r *run) forceComplete(a *act, why string) error {
 		}
 	}
 	if a.row.State == string(wftype.ActivityAbnormal) {
+		r.resolve(a, "ended")
 		return r.setActivity(a, machine.ActivitySkip, why)
 	}
 	return r.setActivity(a, machine.ActivityComplete, why)
