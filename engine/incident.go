@@ -63,8 +63,8 @@ type Incident struct {
 	Process  string `json:"process,omitempty"`
 	// ActivityInstance and Activity name the activity; 0 and "" for a
 	// Locking process.
-	ActivityInstance int64  `json:"activityInstance,omitempty"`
-	Activity         string `json:"activity,omitempty"`
+	ActivityInstance int64         `json:"activityInstance,omitempty"`
+	Activity         string        `json:"activity,omitempty"`
 	Cause            IncidentCause `json:"cause"`
 	// Error is the failure, the last one of a repeated failure.
 	Error string `json:"error"`
@@ -72,9 +72,9 @@ type Incident struct {
 	Application string         `json:"application,omitempty"`
 	Params      map[string]any `json:"params,omitempty"`
 	// Attempts counts the failed calls (1 for a single failure).
-	Attempts     int       `json:"attempts"`
-	FirstFailure time.Time `json:"firstFailure"`
-	LastFailure  time.Time `json:"lastFailure"`
+	Attempts     int           `json:"attempts"`
+	FirstFailure time.Time     `json:"firstFailure"`
+	LastFailure  time.Time     `json:"lastFailure"`
 	State        IncidentState `json:"state"`
 	// ResolvedAt, ResolvedBy and Resolution ("retried", "skipped",
 	// "succeeded", "terminated", "moved") say how it ended.

@@ -12,9 +12,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
 // awaitIncident waits until instance id has an open incident of the
