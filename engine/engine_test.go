@@ -322,12 +322,10 @@ func TestAdministration(t *testing.T) {
 			id := h.startProcess("pkg", "", nil)
 			h.completeAll()
 			h.requireState(id, wftype.ProcessCompleted)
-			hist, err := h.e.History(h.ctx, id)
-			require.NoError(t, err)
 			var procStates []string
-			for _, e := range hist {
-				if e.Subject == store.SubjectProcess {
-					procStates = append(procStates, e.FromState+">"+e.ToState)
+			for _, e := range h.history(id) {
+				if e.Subject == engine.SubjectProcess {
+					procStates = append(procStates, e.From+">"+e.To)
 				}
 			}
 			require.Equal(t, []string{">Initiated", "Initiated>Running", "Running>Completed"}, procStates)

@@ -162,6 +162,22 @@ func (h *harness) started(id int64) map[string]int {
 	return out
 }
 
+// history returns the whole audit trail of an instance, page by page.
+func (h *harness) history(id int64) []engine.HistoryEntry {
+	h.t.Helper()
+	var out []engine.HistoryEntry
+	f := engine.HistoryFilter{Instance: id, Limit: 7} // small pages: the cursor is walked too
+	for {
+		page, err := h.e.History(h.ctx, f)
+		require.NoError(h.t, err)
+		out = append(out, page.Entries...)
+		if page.Next == 0 {
+			return out
+		}
+		f.After = page.Next
+	}
+}
+
 func (h *harness) vars(id int64) map[string]any {
 	h.t.Helper()
 	h.idle()

@@ -16,8 +16,6 @@ type (
 	ActivityInstance = store.ActivityInstance
 	// WorkItem is a piece of work offered to a person.
 	WorkItem = store.WorkItem
-	// HistoryEntry is one line of an instance's audit trail.
-	HistoryEntry = store.HistoryEntry
 	// Timer is a durable timer: a deadline, a limit, a timer event or a
 	// reminder.
 	Timer = store.Timer
@@ -72,12 +70,6 @@ func (e *Engine) Variables(ctx context.Context, id int64) (map[string]any, error
 // store.ListWorkItemsParams (by process instance, by state).
 func (e *Engine) WorkItems(ctx context.Context, filter store.ListWorkItemsParams) ([]WorkItem, error) {
 	return e.store.ListWorkItems(ctx, filter)
-}
-
-// History returns the audit trail of a process instance: every state
-// change of it, its activities and its work items, oldest first.
-func (e *Engine) History(ctx context.Context, id int64) ([]HistoryEntry, error) {
-	return e.store.ListHistory(ctx, store.ListHistoryParams{ProcessInstanceID: id})
 }
 
 // Timers returns the timers of a process instance that have not gone

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,11 +193,9 @@ func TestRecoverSendsLostEvents(t *testing.T) {
 
 		require.Len(t, rec.of(id, engine.RecordProcessRecovered), 1)
 		require.Equal(t, "re-sent process.schedule", rec.of(id, engine.RecordProcessRecovered)[0].Detail)
-		history, err := h.e.History(h.ctx, id)
-		require.NoError(t, err)
 		recovered := 0
-		for _, entry := range history {
-			if strings.Contains(string(entry.Data), "recovered") {
+		for _, entry := range h.history(id) {
+			if entry.Detail["recovered"] != nil {
 				recovered++
 				require.Equal(t, "recovery", entry.Actor)
 			}

@@ -42,10 +42,12 @@ func (e *Engine) RetryActivityTx(ctx context.Context, tx *gorm.DB, instance, act
 	})
 }
 
-// SkipOptions are the values an operator gives a skipped activity.
-type SkipOptions struct {
-	// Variables are set before the activity routes on, as its OUT values
-	// would have been; each must fit its declared type.
+// Values are variables an operator sets: on a skipped activity, before
+// it routes on (as its OUT values would have been), or on an instance
+// (SetVariables).
+type Values struct {
+	// Variables are values by variable id; each must fit its declared
+	// type.
 	Variables map[string]any
 	// TextVariables are the same written as text, parsed by the declared
 	// types (as StartOptions.TextVariables).
@@ -61,26 +63,19 @@ type SkipOptions struct {
 // does not fit its variable (ErrWrongType, ErrUnknownVariable), and an
 // activity whose transitions cannot be chosen with these values
 // (ErrCannotSkip: a condition fails to evaluate).
-func (e *Engine) SkipActivity(ctx context.Context, instance, activity int64, opts SkipOptions, op Op) error {
-	return e.SkipActivityTx(ctx, nil, instance, activity, opts, op)
+func (e *Engine) SkipActivity(ctx context.Context, instance, activity int64, values Values, op Op) error {
+	return e.SkipActivityTx(ctx, nil, instance, activity, values, op)
 }
 
 // SkipActivityTx is SkipActivity inside the host's transaction tx (nil:
 // its own).
-func (e *Engine) SkipActivityTx(ctx context.Context, tx *gorm.DB, instance, activity int64, opts SkipOptions, op Op) error {
+func (e *Engine) SkipActivityTx(ctx context.Context, tx *gorm.DB, instance, activity int64, values Values, op Op) error {
 	return e.command(ctx, tx, instance, op, func(r *run) error {
 		a, err := r.abnormalActivity(activity, "skip")
 		if err != nil {
 			return err
 		}
-		if _, err := r.variables(); err != nil {
-			return err
-		}
-		values, err := mergeTextVariables(r.decls, opts.Variables, opts.TextVariables)
-		if err != nil {
-			return err
-		}
-		if err := r.setVariables(values, false); err != nil {
+		if err := r.setOperatorValues(values); err != nil {
 			return err
 		}
 		r.resolve(a, "skipped")

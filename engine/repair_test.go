@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,13 +129,12 @@ func TestRetriesExhaustedOpensIncidentAndRetryRunsAgain(t *testing.T) {
 		require.Equal(t, "retried", page.Incidents[0].Resolution)
 		require.Equal(t, "alice", page.Incidents[0].ResolvedBy)
 
-		hist, err := h.e.History(h.ctx, id)
-		require.NoError(t, err)
 		var retried bool
-		for _, e := range hist {
-			if e.Actor == "alice" && e.FromState == string(wftype.ActivityAbnormal) && e.ToState == string(wftype.ActivityInitiated) {
+		for _, e := range h.history(id) {
+			if e.Actor == "alice" && e.From == string(wftype.ActivityAbnormal) && e.To == string(wftype.ActivityInitiated) {
 				retried = true
-				require.JSONEq(t, `{"reason":"gateway is back"}`, string(e.Data))
+				require.Equal(t, "gateway is back", e.Reason)
+				require.Equal(t, "Charge", e.Activity, "entries name the activity definition")
 			}
 		}
 		require.True(t, retried, "the retry is in the history with its actor and reason")
@@ -185,24 +185,24 @@ func TestSkipCompletesWithOperatorValues(t *testing.T) {
 		charge := h.activityNamed(id, "Charge")
 
 		// Bad input changes nothing.
-		err := h.e.SkipActivity(h.ctx, id, charge.ID, engine.SkipOptions{Variables: map[string]any{"x": "many"}}, engine.Op{})
+		err := h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{Variables: map[string]any{"x": "many"}}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrWrongType)
-		err = h.e.SkipActivity(h.ctx, id, charge.ID, engine.SkipOptions{Variables: map[string]any{"nope": 1}}, engine.Op{})
+		err = h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{Variables: map[string]any{"nope": 1}}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrUnknownVariable)
-		err = h.e.SkipActivity(h.ctx, id, 987654, engine.SkipOptions{}, engine.Op{})
+		err = h.e.SkipActivity(h.ctx, id, 987654, engine.Values{}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrNotFound)
 		other := h.startProcess("skip", "", nil)
 		h.awaitIncident(other, engine.CauseApplication)
 		err = h.e.RetryActivity(h.ctx, other, charge.ID, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrWrongInstance)
 		require.NoError(t, h.e.Suspend(h.ctx, id, engine.Op{}))
-		err = h.e.SkipActivity(h.ctx, id, charge.ID, engine.SkipOptions{}, engine.Op{})
+		err = h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrIllegalState, "a suspended process is resumed first")
 		require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
 		require.Equal(t, string(wftype.ActivityAbnormal), h.activityNamed(id, "Charge").State)
 		require.Equal(t, int64(0), h.vars(id)["x"])
 
-		require.NoError(t, h.e.SkipActivity(h.ctx, id, charge.ID, engine.SkipOptions{TextVariables: map[string]string{"x": "42"}},
+		require.NoError(t, h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{TextVariables: map[string]string{"x": "42"}},
 			engine.Op{Actor: "bob", Reason: "charged by phone"}))
 		h.requireState(id, wftype.ProcessCompleted)
 		require.Equal(t, map[string]int{"Charge": 1, "Big": 1}, h.started(id), "it routed on the operator's value")
@@ -213,7 +213,7 @@ func TestSkipCompletesWithOperatorValues(t *testing.T) {
 		require.Equal(t, "skipped", page.Incidents[0].Resolution)
 
 		// Done once, a second skip or retry is refused.
-		require.ErrorIs(t, h.e.SkipActivity(h.ctx, id, charge.ID, engine.SkipOptions{}, engine.Op{}), engine.ErrIllegalState)
+		require.ErrorIs(t, h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{}, engine.Op{}), engine.ErrIllegalState)
 		require.ErrorIs(t, h.e.RetryActivity(h.ctx, id, charge.ID, engine.Op{}), engine.ErrIllegalState)
 	})
 }
@@ -231,7 +231,7 @@ func TestSkipThatCannotRouteIsRefused(t *testing.T) {
 		id := h.startProcess("noroute", "", nil)
 		h.awaitIncident(id, engine.CauseApplication)
 		charge := h.activityNamed(id, "Charge")
-		err := h.e.SkipActivity(h.ctx, id, charge.ID, engine.SkipOptions{}, engine.Op{})
+		err := h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrCannotSkip)
 		require.Contains(t, err.Error(), "nosuchvar")
 		require.Equal(t, string(wftype.ActivityAbnormal), h.activityNamed(id, "Charge").State, "nothing changed")
@@ -339,5 +339,42 @@ func TestLockingOpensAnIncident(t *testing.T) {
 		inc := h.awaitIncident(id, engine.CauseLocking)
 		require.Zero(t, inc.ActivityInstance)
 		require.Contains(t, inc.Error, "branch lost at A")
+	})
+}
+
+func TestSetVariablesIsAuditedAndTypeChecked(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db).start()
+		h.deploy(toolPackage("vars", xpdltest.Activity("A", "<Route/>", "", "")+xpdltest.Activity("B", "<Route/>", "", ""),
+			xpdltest.Transition("t1", "A>B?x > 1")))
+		id := h.startProcess("vars", "", map[string]any{"s": "before"})
+		h.requireState(id, wftype.ProcessLocking)
+
+		op := engine.Op{Actor: "carol", Reason: "fix the amount", Data: map[string]any{"ticket": "OPS-7"}}
+		require.ErrorIs(t, h.e.SetVariables(h.ctx, id, engine.Values{Variables: map[string]any{"x": "two"}}, op), engine.ErrWrongType)
+		require.ErrorIs(t, h.e.SetVariables(h.ctx, id, engine.Values{Variables: map[string]any{"x": 2, "nope": 1}}, op), engine.ErrUnknownVariable)
+		require.ErrorIs(t, h.e.SetVariables(h.ctx, 424242, engine.Values{Variables: map[string]any{"x": 2}}, op), engine.ErrNotFound)
+		require.Equal(t, int64(0), h.vars(id)["x"], "a refused change changes nothing")
+
+		require.NoError(t, h.e.SetVariables(h.ctx, id, engine.Values{Variables: map[string]any{"x": 2}, TextVariables: map[string]string{"s": "after"}}, op))
+		require.Equal(t, map[string]any{"x": int64(2), "s": "after"}, h.vars(id))
+		var changes []string
+		for _, e := range h.history(id) {
+			if e.Subject != engine.SubjectVariable {
+				continue
+			}
+			require.Equal(t, "carol", e.Actor)
+			require.Equal(t, "fix the amount", e.Reason)
+			require.Equal(t, map[string]any{"ticket": "OPS-7"}, e.Data)
+			changes = append(changes, fmt.Sprintf("%s: %v -> %v", e.Variable, e.Old, e.New))
+		}
+		require.Equal(t, []string{"s: before -> after", "x: 0 -> 2"}, changes)
+
+		done := h.startProcess("vars", "", map[string]any{"x": 5})
+		h.requireState(done, wftype.ProcessCompleted)
+		require.ErrorIs(t, h.e.SetVariables(h.ctx, done, engine.Values{Variables: map[string]any{"x": 1}}, op), engine.ErrInstanceFinished)
+		require.ErrorIs(t, h.e.SetVariables(h.ctx, id, engine.Values{}, engine.Op{Data: map[string]any{"f": func() {}}}), engine.ErrConfig,
+			"host data must encode as JSON")
 	})
 }

@@ -191,12 +191,10 @@ func TestWorkItemLifeCycle(t *testing.T) {
 		h.requireState(id, wftype.ProcessCompleted)
 
 		// The audit trail says who moved each item from what to what.
-		hist, err := h.e.History(h.ctx, id)
-		require.NoError(t, err)
 		var enterTrail []string
-		for _, e := range hist {
-			if e.Subject == store.SubjectWorkItem && e.WorkItemID != nil && *e.WorkItemID == enter.ID {
-				enterTrail = append(enterTrail, fmt.Sprintf("%s:%s>%s", e.Actor, e.FromState, e.ToState))
+		for _, e := range h.history(id) {
+			if e.Subject == engine.SubjectWorkItem && e.WorkItem == enter.ID {
+				enterTrail = append(enterTrail, fmt.Sprintf("%s:%s>%s", e.Actor, e.From, e.To))
 			}
 		}
 		require.Equal(t, []string{

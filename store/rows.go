@@ -259,6 +259,9 @@ const (
 	SubjectActivity = "activity"
 	// SubjectWorkItem marks a history entry about a work item.
 	SubjectWorkItem = "workitem"
+	// SubjectVariable marks a history entry about a variable a command
+	// changed.
+	SubjectVariable = "variable"
 )
 
 // InboxMessage is a message for a process instance kept until it can be
