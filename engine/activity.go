@@ -218,6 +218,9 @@ func (r *run) offer(a *act) error {
 		return err
 	}
 	assignees, err := r.assignees(a)
+	if a.assignTo != "" {
+		assignees, err = []store.Principal{{Kind: store.PrincipalUser, ID: a.assignTo}}, nil
+	}
 	if err != nil {
 		if isStoreError(err) {
 			return err

@@ -51,6 +51,9 @@ const (
 	RecordProcessSuspended  = "process.suspended"
 	RecordProcessResumed    = "process.resumed"
 	RecordProcessLocked     = "process.locked"
+	// An operator moved the instance (MoveInstance, Jump, Rollback,
+	// Withdraw): Detail lists what was cancelled and started, User who.
+	RecordProcessMoved      = "process.moved"
 	RecordActivityStarted   = "activity.started"
 	RecordActivityCompleted = "activity.completed"
 	RecordActivityAbnormal  = "activity.abnormal"

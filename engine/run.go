@@ -105,6 +105,9 @@ type act struct {
 	// passOn: a loop instance that completes routing like the activity
 	// itself (completeInstance).
 	passOn bool
+	// assignTo, when set, is the only user a manual activity is offered
+	// to (a rollback or withdraw gives the work back to who did it).
+	assignTo string
 	// key names the activity instance across attempts of one
 	// transaction: "#ID" for one created before the run; for one the run
 	// creates, its scope's key, its definition id and how many of them

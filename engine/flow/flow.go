@@ -689,3 +689,24 @@ func orNone(s []string) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// Forgive forgets the branches of scope sc that were lost or ended
+// without a successor: an operator moved the flow on (engine Move), so
+// they no longer lock it nor explain a deadlock.
+func (tk *Tokens) Forgive(sc Scope) {
+	tk.DeadEnds = slices.DeleteFunc(tk.DeadEnds, sc.owns)
+	maps.DeleteFunc(tk.Lost, func(key string, _ string) bool { return sc.owns(key) })
+}
+
+// Restart records that activity a of scope sc was started by an
+// operator rather than by an arrival: what it consumed as a join is not
+// asked for, and a non-reentrant activity counts as started.
+func (tk *Tokens) Restart(sc Scope, a *xpdl.Activity) {
+	tk.started(sc.key(a.ID), a)
+}
+
+// Waiting reports whether an arrival of transition t waits at its target
+// join in scope sc.
+func (tk *Tokens) Waiting(sc Scope, t *xpdl.Transition) bool {
+	return tk.Joins[sc.key(t.To)][t.ID] > 0
+}

@@ -27,11 +27,15 @@ const (
 	// ProcessLock records a deadlock: no current activity and no
 	// successor can fire.
 	ProcessLock ProcessCommand = "lock"
+	// ProcessRepair sends a Locking instance back to Running: an operator
+	// moved its tokens on (administrative; paper §2.1: a Locking instance
+	// is not dead).
+	ProcessRepair ProcessCommand = "repair"
 )
 
 // ProcessCommands lists every process command.
 var ProcessCommands = []ProcessCommand{
-	ProcessSchedule, ProcessSuspend, ProcessResume, ProcessTerminate, ProcessComplete, ProcessLock,
+	ProcessSchedule, ProcessSuspend, ProcessResume, ProcessTerminate, ProcessComplete, ProcessLock, ProcessRepair,
 }
 
 // processTable holds the legal process transitions; anything else is
@@ -54,6 +58,9 @@ var processTable = map[wftype.ProcessState]map[ProcessCommand]wftype.ProcessStat
 		// nothing can fire.
 		ProcessComplete: wftype.ProcessCompleted,
 		ProcessLock:     wftype.ProcessLocking,
+	},
+	wftype.ProcessLocking: {
+		ProcessRepair: wftype.ProcessRunning,
 	},
 }
 

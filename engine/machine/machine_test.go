@@ -26,6 +26,7 @@ var legalProcess = map[string]wftype.ProcessState{
 	"Suspended/terminate": wftype.ProcessTerminated,
 	"Suspended/complete":  wftype.ProcessCompleted,
 	"Suspended/lock":      wftype.ProcessLocking,
+	"Locking/repair":      wftype.ProcessRunning,
 }
 
 func TestProcessTransitions(t *testing.T) {
