@@ -276,6 +276,12 @@ type Tx interface {
 	// It reports whether it deleted the row.
 	RemoveNode(ctx context.Context, params RemoveNodeParams) (bool, error)
 
+	// MigrateProcessInstance moves a process instance to another
+	// definition if its version is still params.ExpectedVersion (else
+	// ErrConflict, or ErrNotFound), renaming its activities, and returns
+	// the new version.
+	MigrateProcessInstance(ctx context.Context, params MigrateProcessInstanceParams) (int64, error)
+
 	// RecordIncident opens an incident, or updates the open incident of
 	// the same subject (inc.ActivityInstanceID, or the process when it is
 	// nil): Cause, Error, Application, Params and LastFailureAt are
