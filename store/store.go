@@ -276,6 +276,9 @@ type Tx interface {
 	// It reports whether it deleted the row.
 	RemoveNode(ctx context.Context, params RemoveNodeParams) (bool, error)
 
+	// CountProcessInstancesByDefinition counts process instances per
+	// definition and state; definitions without instances are absent.
+	CountProcessInstancesByDefinition(ctx context.Context) (map[int64]map[string]int64, error)
 	// MigrateProcessInstance moves a process instance to another
 	// definition if its version is still params.ExpectedVersion (else
 	// ErrConflict, or ErrNotFound), renaming its activities, and returns

@@ -710,3 +710,50 @@ func (tk *Tokens) Restart(sc Scope, a *xpdl.Activity) {
 func (tk *Tokens) Waiting(sc Scope, t *xpdl.Transition) bool {
 	return tk.Joins[sc.key(t.To)][t.ID] > 0
 }
+
+// Rename renames the activities the tokens name, in every scope, by
+// rename (the instance moved to another version of its definition). The
+// arrivals waiting at joins keep their transition ids.
+func (tk *Tokens) Rename(rename func(activityID string) string) {
+	re := func(key string) string {
+		block, id, _ := strings.Cut(key, "/")
+		return block + "/" + rename(id)
+	}
+	if len(tk.Joins) > 0 {
+		joins := make(map[string]map[string]int, len(tk.Joins))
+		for k, v := range tk.Joins {
+			joins[re(k)] = v
+		}
+		tk.Joins = joins
+	}
+	for i, k := range tk.DeadEnds {
+		tk.DeadEnds[i] = re(k)
+	}
+	renameKeys(&tk.Started, re)
+	renameKeys(&tk.Passed, re)
+	renameKeys(&tk.Lost, re)
+}
+
+// Arrivals calls fn for each transition with arrivals waiting at a join:
+// the join's activity id and scope block, and the transition id.
+func (tk *Tokens) Arrivals(fn func(block, join, transition string)) {
+	for key, waiting := range tk.Joins {
+		block, join, _ := strings.Cut(key, "/")
+		for t, n := range waiting {
+			if n > 0 {
+				fn(block, join, t)
+			}
+		}
+	}
+}
+
+func renameKeys[V any](m *map[string]V, re func(string) string) {
+	if len(*m) == 0 {
+		return
+	}
+	out := make(map[string]V, len(*m))
+	for k, v := range *m {
+		out[re(k)] = v
+	}
+	*m = out
+}

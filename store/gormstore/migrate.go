@@ -67,3 +67,25 @@ func (s *Store) MigrateProcessInstance(ctx context.Context, params store.Migrate
 	}
 	return v, nil
 }
+
+// CountProcessInstancesByDefinition implements store.Tx.
+func (s *Store) CountProcessInstancesByDefinition(ctx context.Context) (map[int64]map[string]int64, error) {
+	var rows []struct {
+		DefinitionID int64
+		State        string
+		N            int64
+	}
+	err := s.db.WithContext(ctx).Model(&processInstanceModel{}).
+		Select("definition_id, state, COUNT(*) AS n").Group("definition_id, state").Scan(&rows).Error
+	if err != nil {
+		return nil, wrap(err, "count process instances by definition")
+	}
+	out := make(map[int64]map[string]int64)
+	for _, r := range rows {
+		if out[r.DefinitionID] == nil {
+			out[r.DefinitionID] = make(map[string]int64)
+		}
+		out[r.DefinitionID][r.State] = r.N
+	}
+	return out, nil
+}

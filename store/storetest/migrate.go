@@ -65,5 +65,9 @@ func (h *harness) testMigrate(t *testing.T) {
 			ID: pi.ID, ExpectedVersion: pi.Version, DefinitionID: from.ID, ProcessDefID: "main", UpdatedAt: at(time.Hour),
 		})
 		require.ErrorIs(t, err, store.ErrConflict, "the version fences a stale plan")
+
+		counts, err := b.s.CountProcessInstancesByDefinition(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[int64]map[string]int64{to.ID: {"Running": 1}}, counts)
 	})
 }
