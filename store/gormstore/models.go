@@ -335,6 +335,8 @@ var allModels = []any{
 	&nodeModel{},
 	&subscriptionModel{},
 	&incidentModel{},
+	&batchModel{},
+	&batchFailureModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through
