@@ -11,7 +11,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -360,9 +359,9 @@ func TestBadInput(t *testing.T) {
 		require.ErrorIs(t, err, engine.ErrWrongType)
 		_, err = h.e.StartProcess(h.ctx, engine.StartOptions{Package: "pkg", Variables: map[string]any{"y": 1}})
 		require.ErrorIs(t, err, engine.ErrUnknownVariable)
-		n, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{})
+		n, err := h.e.Instances(h.ctx, engine.InstanceFilter{})
 		require.NoError(t, err)
-		require.Empty(t, n, "refused starts leave nothing behind")
+		require.Empty(t, n.Instances, "refused starts leave nothing behind")
 	})
 }
 

@@ -187,7 +187,7 @@ func TestStaleCachedInstanceIsFencedByItsVersion(t *testing.T) {
 		require.NoError(t, e.WaitIdle(ctx))
 		inst, err := e.Instance(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, string(wftype.ProcessCompleted), inst.State)
+		require.Equal(t, wftype.ProcessCompleted, inst.State)
 	})
 }
 

@@ -87,7 +87,7 @@ func (h *harness) requireState(id int64, want wftype.ProcessState) engine.Proces
 		h.awaitFinal(id)
 	}
 	pi := h.instance(id)
-	require.Equal(h.t, string(want), pi.State, "diagnosis: %s", pi.Diagnosis)
+	require.Equal(h.t, want, pi.State, "diagnosis: %s", pi.Diagnosis)
 	return pi
 }
 
@@ -105,7 +105,7 @@ func (h *harness) awaitFinal(id int64) {
 	for {
 		pi, err := h.e.Instance(h.ctx, id)
 		require.NoError(h.t, err)
-		if wftype.ProcessState(pi.State).IsFinal() {
+		if pi.State.IsFinal() {
 			return
 		}
 		select {

@@ -97,7 +97,7 @@ func (e *Engine) History(ctx context.Context, f HistoryFilter) (HistoryPage, err
 	}
 	names := map[string]string{}
 	if dep, err := e.definition(ctx, e.store, pi.DefinitionID); err == nil {
-		if proc := dep.pkg.Process(pi.ProcessDefID); proc != nil {
+		if proc := dep.pkg.Process(pi.Process); proc != nil {
 			for _, f := range proc.Flows() {
 				for _, a := range f.Activities {
 					names[a.ID] = a.Name

@@ -41,6 +41,11 @@ const (
 	CauseOther IncidentCause = "other"
 )
 
+// IncidentCauses lists every incident cause.
+var IncidentCauses = []IncidentCause{
+	CauseApplication, CauseFailing, CauseRetriesExhausted, CauseCondition, CauseException, CauseSubflow, CauseLocking, CauseOther,
+}
+
 // IncidentState is whether an incident waits for an operator.
 type IncidentState string
 

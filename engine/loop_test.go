@@ -339,7 +339,7 @@ func TestLoopMultiInstanceSubflow(t *testing.T) {
 		_, instances := loopActivity(t, h, id, "Call")
 		require.Len(t, instances, 2)
 		for i, k := range kids {
-			require.Equal(t, instances[i].ID, *k.ParentActivityID, "each instance waits for its own child")
+			require.Equal(t, instances[i].ID, k.ParentActivity, "each instance waits for its own child")
 			require.Equal(t, string(wftype.ActivityWaiting), instances[i].State)
 		}
 		require.NoError(t, h.complete(h.item(kids[0].ID, "Work").ID, nil))

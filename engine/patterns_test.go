@@ -406,8 +406,8 @@ var patternCases = []patternCase{
 			kids := children(h, id)
 			require.Len(t, kids, 3, "one inspection instance per iteration")
 			for _, k := range kids {
-				require.Equal(t, "inspection", k.ProcessDefID)
-				require.Equal(t, string(wftype.ProcessRunning), k.State, "nobody waited for it")
+				require.Equal(t, "inspection", k.Process)
+				require.Equal(t, wftype.ProcessRunning, k.State, "nobody waited for it")
 				require.Equal(t, []string{"Inspect"}, openActivities(h, k.ID))
 			}
 			// Each instance goes on by itself.
@@ -515,12 +515,12 @@ var patternCases = []patternCase{
 		check: func(t *testing.T, h *harness, id int64) {
 			child := children(h, id)
 			require.Len(t, child, 1)
-			require.Equal(t, "countdown", child[0].ProcessDefID)
-			require.Equal(t, string(wftype.ProcessCompleted), child[0].State)
+			require.Equal(t, "countdown", child[0].Process)
+			require.Equal(t, wftype.ProcessCompleted, child[0].State)
 			grandchild := children(h, child[0].ID)
 			require.Len(t, grandchild, 1)
-			require.Equal(t, "countdown", grandchild[0].ProcessDefID)
-			require.Equal(t, string(wftype.ProcessCompleted), grandchild[0].State)
+			require.Equal(t, "countdown", grandchild[0].Process)
+			require.Equal(t, wftype.ProcessCompleted, grandchild[0].State)
 			require.Empty(t, children(h, grandchild[0].ID), "n reached 0: no fourth level")
 			require.Equal(t, map[string]int{"Start": 1, "Dec": 1, "More": 1, "End": 1}, h.started(grandchild[0].ID))
 			require.Equal(t, map[string]any{"n": int64(0), "calls": int64(3)}, h.vars(grandchild[0].ID))
@@ -588,8 +588,8 @@ var patternCases = []patternCase{
 			races := children(h, id)
 			require.Len(t, races, 2, "one race per pass")
 			for i, race := range races {
-				require.Equal(t, "cancellingDiscriminator__race_Race", race.ProcessDefID)
-				require.Equal(t, string(wftype.ProcessCompleted), race.State, "race %d", i+1)
+				require.Equal(t, "cancellingDiscriminator__race_Race", race.Process)
+				require.Equal(t, wftype.ProcessCompleted, race.State, "race %d", i+1)
 				require.Equal(t, map[string]int{"Split": 1, "B": 1, "C": 1, "Race": 1}, h.started(race.ID),
 					"race %d: the join ran once", i+1)
 			}
@@ -909,9 +909,10 @@ func messageID(instance int64, step int) string { return fmt.Sprintf("wcp-%d-%d"
 func children(h *harness, id int64) []engine.ProcessInstance {
 	h.t.Helper()
 	h.idle()
-	kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
+	kids, err := h.e.Instances(h.ctx, engine.InstanceFilter{Parent: id, Limit: 1000})
 	require.NoError(h.t, err)
-	return kids
+	require.Zero(h.t, kids.Next, "one page")
+	return kids.Instances
 }
 
 // requireEndedBy checks that the activities were ended by the Terminate

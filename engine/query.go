@@ -10,8 +10,6 @@ import (
 
 // The rows the engine's read API returns are the store's.
 type (
-	// ProcessInstance is one run of a WorkflowProcess.
-	ProcessInstance = store.ProcessInstance
 	// ActivityInstance is one execution of an activity.
 	ActivityInstance = store.ActivityInstance
 	// WorkItem is a piece of work offered to a person.
@@ -23,17 +21,14 @@ type (
 
 // Instance returns a process instance.
 func (e *Engine) Instance(ctx context.Context, id int64) (ProcessInstance, error) {
-	pi, err := e.store.GetProcessInstance(ctx, id)
+	row, err := e.store.GetProcessInstance(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return pi, notFound("process instance", id)
+		return ProcessInstance{}, notFound("process instance", id)
 	}
-	return pi, err
-}
-
-// Instances lists process instances, in id order, filtered as in
-// store.ListProcessInstancesParams.
-func (e *Engine) Instances(ctx context.Context, filter store.ListProcessInstancesParams) ([]ProcessInstance, error) {
-	return e.store.ListProcessInstances(ctx, filter)
+	if err != nil {
+		return ProcessInstance{}, err
+	}
+	return e.instanceOf(ctx, row)
 }
 
 // Activities returns every activity instance of a process instance, in

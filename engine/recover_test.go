@@ -180,7 +180,7 @@ func TestRecoverSendsLostEvents(t *testing.T) {
 			return tx.Exec("DELETE FROM goxpdl_events WHERE process_instance_id = ?", id).Error
 		}))
 		require.NoError(t, h.e.WaitQuiet(h.ctx))
-		require.Equal(t, string(wftype.ProcessInitiated), h.instance(id).State, "nothing moves it")
+		require.Equal(t, wftype.ProcessInitiated, h.instance(id).State, "nothing moves it")
 
 		rep, err := h.e.Recover(h.ctx)
 		require.NoError(t, err)

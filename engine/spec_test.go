@@ -576,9 +576,9 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s %s %s", s.alias(id), pi.ProcessDefID, pi.State)
-	if pi.ParentInstanceID != nil {
-		fmt.Fprintf(out, " parent=%s", s.alias(*pi.ParentInstanceID))
+	fmt.Fprintf(out, "%s %s %s", s.alias(id), pi.Process, pi.State)
+	if pi.Parent != 0 {
+		fmt.Fprintf(out, " parent=%s", s.alias(pi.Parent))
 	}
 	out.WriteByte('\n')
 	if pi.Diagnosis != "" {

@@ -425,6 +425,24 @@ type ListProcessInstancesParams struct {
 	NoPendingEvents bool
 	// Limit, when greater than 0, is the most instances returned.
 	Limit int
+	// ProcessDefID, when not empty, keeps only instances of that XPDL
+	// WorkflowProcess.
+	ProcessDefID string
+	// PackageID, when not empty, keeps only instances of a definition of
+	// that package.
+	PackageID string
+	// PackageVersion, when not 0, keeps only instances of a definition
+	// with that Version.
+	PackageVersion int
+	// CreatedFrom, when not nil, keeps only instances created at or
+	// after it.
+	CreatedFrom *time.Time
+	// CreatedBefore, when not nil, keeps only instances created before
+	// it.
+	CreatedBefore *time.Time
+	// OpenIncidentCause, when not empty, keeps only instances with an
+	// open incident of that cause.
+	OpenIncidentCause string
 }
 
 // UpdateActivityInstanceParams are the arguments of

@@ -17,7 +17,6 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/resource"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -280,7 +279,7 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 	} else if code := writeOut(stdout, stderr, summary.String()+"\n", exitOK); code != exitOK {
 		return code
 	}
-	if root.State == string(wftype.ProcessCompleted) {
+	if root.State == wftype.ProcessCompleted {
 		return exitOK
 	}
 	return exitStuck
@@ -327,7 +326,7 @@ type outcome struct {
 
 func (o outcome) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "instance %d of process %s: %s", o.root.ID, o.root.ProcessDefID, o.root.State)
+	fmt.Fprintf(&b, "instance %d of process %s: %s", o.root.ID, o.root.Process, o.root.State)
 	if o.root.Diagnosis != "" {
 		fmt.Fprintf(&b, ": %s", o.root.Diagnosis)
 	}
@@ -370,10 +369,10 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 		}
 		pending := false
 		for _, pi := range tree {
-			if wftype.ProcessState(pi.State).IsFinal() {
+			if pi.State.IsFinal() {
 				continue
 			}
-			if pi.State == string(wftype.ProcessInitiated) {
+			if pi.State == wftype.ProcessInitiated {
 				pending = true
 			}
 			acts, err := e.Activities(ctx, pi.ID)
@@ -389,7 +388,7 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 						o.waiting = append(o.waiting, a)
 					}
 				case wftype.ActivityInitiated, wftype.ActivityActive:
-					pending = pending || pi.State == string(wftype.ProcessRunning)
+					pending = pending || pi.State == wftype.ProcessRunning
 				}
 			}
 			items, err := e.WorkItems(ctx, engine.WorkItemFilter(pi.ID))
@@ -462,7 +461,7 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 // instance of tree.
 func callsSubflow(tree []engine.ProcessInstance, id int64) bool {
 	for _, pi := range tree {
-		if pi.ParentActivityID != nil && *pi.ParentActivityID == id {
+		if pi.ParentActivity == id {
 			return true
 		}
 	}
@@ -500,7 +499,7 @@ func nextProgressTimer(ctx context.Context, e *engine.Engine, tree []engine.Proc
 	var next time.Time
 	found := false
 	for _, pi := range tree {
-		if wftype.ProcessState(pi.State).IsFinal() {
+		if pi.State.IsFinal() {
 			continue
 		}
 		t, ok, err := e.NextProgressTimer(ctx, pi.ID)
@@ -550,11 +549,18 @@ func instanceTree(ctx context.Context, e *engine.Engine, id int64) ([]engine.Pro
 	}
 	tree := []engine.ProcessInstance{root}
 	for i := 0; i < len(tree); i++ {
-		kids, err := e.Instances(ctx, store.ListProcessInstancesParams{ParentInstanceID: tree[i].ID})
-		if err != nil {
-			return nil, err
+		f := engine.InstanceFilter{Parent: tree[i].ID, Limit: 1000}
+		for {
+			kids, err := e.Instances(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			tree = append(tree, kids.Instances...)
+			if kids.Next == 0 {
+				break
+			}
+			f.After = kids.Next
 		}
-		tree = append(tree, kids...)
 	}
 	return tree, nil
 }

@@ -69,7 +69,7 @@ func whereItStands(ctx context.Context, e *engine.Engine, id int64, why string) 
 // String is run's summary line for a run that was stopped.
 func (s standing) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "instance %d of process %s: %s", s.root.ID, s.root.ProcessDefID, s.root.State)
+	fmt.Fprintf(&b, "instance %d of process %s: %s", s.root.ID, s.root.Process, s.root.State)
 	if s.root.Diagnosis != "" {
 		fmt.Fprintf(&b, ": %s", s.root.Diagnosis)
 	}

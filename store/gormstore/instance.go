@@ -128,6 +128,29 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 		q = q.Where("NOT EXISTS (SELECT 1 FROM " + tableEvents + " e WHERE e.process_instance_id = " +
 			tableProcessInstances + ".id AND e.processed_at IS NULL)")
 	}
+	if params.ProcessDefID != "" {
+		q = q.Where("process_def_id = ?", params.ProcessDefID)
+	}
+	if params.PackageID != "" || params.PackageVersion != 0 {
+		defs := s.db.Model(&definitionModel{}).Select("id")
+		if params.PackageID != "" {
+			defs = defs.Where("package_id = ?", params.PackageID)
+		}
+		if params.PackageVersion != 0 {
+			defs = defs.Where("version = ?", params.PackageVersion)
+		}
+		q = q.Where("definition_id IN (?)", defs)
+	}
+	if params.CreatedFrom != nil {
+		q = q.Where("created_at >= ?", dbTime(*params.CreatedFrom))
+	}
+	if params.CreatedBefore != nil {
+		q = q.Where("created_at < ?", dbTime(*params.CreatedBefore))
+	}
+	if params.OpenIncidentCause != "" {
+		q = q.Where("EXISTS (SELECT 1 FROM "+tableIncidents+" i WHERE i.process_instance_id = "+
+			tableProcessInstances+".id AND i.state = ? AND i.cause = ?)", store.IncidentOpen, params.OpenIncidentCause)
+	}
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
 	}
