@@ -155,6 +155,14 @@ type Config struct {
 	// without one (RegisterApplication's WithRetry); its zero fields are
 	// DefaultRetryPolicy's.
 	RetryPolicy RetryPolicy
+	// BatchChunk is how many instances a batch (StartBatch) processes
+	// between two commits of its progress; default DefaultBatchChunk.
+	BatchChunk int
+	// BatchPollInterval is how often the batch runner looks for batches
+	// to run that it was not told of (started on another node, released
+	// by a node that stopped); default a second. Negative: this node
+	// runs no batches.
+	BatchPollInterval time.Duration
 }
 
 // DeadBranchMode is what a lost branch does (Config.DeadBranch).
@@ -227,6 +235,7 @@ type Engine struct {
 	reservesIDs bool
 	timers      *timer.Service
 	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
+	batches     *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
@@ -278,6 +287,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.RescueInterval == 0 {
 		cfg.RescueInterval = time.Minute
+	}
+	if cfg.BatchChunk <= 0 {
+		cfg.BatchChunk = DefaultBatchChunk
+	}
+	if cfg.BatchPollInterval == 0 {
+		cfg.BatchPollInterval = time.Second
 	}
 	if cfg.DeadBranch == "" {
 		cfg.DeadBranch = DeadBranchLock
@@ -375,6 +390,9 @@ func New(cfg Config) (*Engine, error) {
 			}
 		})
 	}
+	if cfg.BatchPollInterval > 0 {
+		e.batches = timer.NewPeriodic(cfg.Clock, cfg.BatchPollInterval, e.runBatches)
+	}
 	return e, nil
 }
 
@@ -407,6 +425,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.bus.Nudge()
 	if e.rescuer != nil {
 		e.rescuer.Start(ctx) // sweeps at once, then every RescueInterval
+	}
+	if e.batches != nil {
+		e.batches.Start(ctx) // the batch runner
 	}
 	return nil
 }
@@ -477,11 +498,14 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.state.CompareAndSwap(0, 2)
 		return nil
 	}
-	var rescuerErr error
+	var rescuerErr, batchesErr error
+	if e.batches != nil {
+		batchesErr = e.batches.Stop(ctx) // its batch is released for the next run or node
+	}
 	if e.rescuer != nil {
 		rescuerErr = e.rescuer.Stop(ctx)
 	}
-	return errors.Join(rescuerErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
+	return errors.Join(batchesErr, rescuerErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx

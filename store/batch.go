@@ -38,6 +38,9 @@ type Batch struct {
 	Done, Skipped, Failed int64
 	// Error says why a Failed batch stopped; "" otherwise.
 	Error string
+	// Note is who made the last operator's state change (pause, resume,
+	// cancel) and why.
+	Note string
 	// Owner is the engine run (its node owner) working on the batch; ""
 	// when none.
 	Owner string
@@ -126,6 +129,8 @@ type SetBatchStateParams struct {
 	// final To sets EndedAt.
 	From []string
 	To   string
+	// Note is recorded as the batch's Note.
+	Note string
 	// Now is the time of the change.
 	Now time.Time
 }

@@ -38,6 +38,7 @@ type batchModel struct {
 	Skipped       int64      `gorm:"column:skipped;not null"`
 	Failed        int64      `gorm:"column:failed;not null"`
 	Error         string     `gorm:"column:error;type:text;not null"`
+	Note          string     `gorm:"column:note;type:text;not null"`
 	CreatedAt     time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt     time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
 	EndedAt       *time.Time `gorm:"column:ended_at;precision:6"`
@@ -49,7 +50,7 @@ func (m batchModel) row() store.Batch {
 	return store.Batch{
 		ID: m.ID, Action: m.Action, Filter: rowBytes(m.Filter), Params: rowBytes(m.Params), Actor: m.Actor,
 		Reason: m.Reason, Data: rowBytes(m.Data), State: m.State, Total: m.Total, MaxInstanceID: m.MaxInstanceID,
-		Cursor: m.Cursor, Done: m.Done, Skipped: m.Skipped, Failed: m.Failed, Error: m.Error, Owner: m.Owner,
+		Cursor: m.Cursor, Done: m.Done, Skipped: m.Skipped, Failed: m.Failed, Error: m.Error, Note: m.Note, Owner: m.Owner,
 		CreatedAt: rowTime(m.CreatedAt), UpdatedAt: rowTime(m.UpdatedAt), EndedAt: rowTimePtr(m.EndedAt),
 	}
 }
@@ -99,7 +100,7 @@ func (s *Store) InsertBatch(ctx context.Context, b store.Batch) (store.Batch, er
 	m := batchModel{
 		Action: b.Action, Filter: dbBytes(b.Filter), Params: dbBytes(b.Params), Actor: b.Actor, Reason: b.Reason,
 		Data: dbBytes(b.Data), State: b.State, Owner: b.Owner, Total: b.Total, MaxInstanceID: b.MaxInstanceID,
-		Cursor: b.Cursor, Done: b.Done, Skipped: b.Skipped, Failed: b.Failed, Error: b.Error,
+		Cursor: b.Cursor, Done: b.Done, Skipped: b.Skipped, Failed: b.Failed, Error: b.Error, Note: b.Note,
 		CreatedAt: dbTime(b.CreatedAt), UpdatedAt: dbTime(updated), EndedAt: dbTimePtr(b.EndedAt),
 	}
 	if err := s.db.WithContext(ctx).Create(&m).Error; err != nil {
@@ -274,8 +275,8 @@ func (s *Store) SetBatchState(ctx context.Context, params store.SetBatchStatePar
 			return nil
 		}
 		now := dbTime(params.Now)
-		out.State, out.UpdatedAt = params.To, now
-		updates := map[string]any{"state": out.State, "updated_at": now}
+		out.State, out.UpdatedAt, out.Note = params.To, now, params.Note
+		updates := map[string]any{"state": out.State, "updated_at": now, "note": out.Note}
 		if finalBatch(params.To) {
 			out.EndedAt = &now
 			updates["ended_at"] = now

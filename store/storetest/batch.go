@@ -137,9 +137,10 @@ func (h *harness) testBatches(t *testing.T) {
 
 		_, err = b.s.SetBatchState(b.ctx, store.SetBatchStateParams{ID: batch.ID, From: []string{store.BatchPaused}, To: store.BatchRunning, Now: at(3 * time.Second)})
 		require.NoError(t, err)
-		cancelled, err := b.s.SetBatchState(b.ctx, store.SetBatchStateParams{ID: batch.ID, From: []string{store.BatchRunning, store.BatchPaused}, To: store.BatchCancelled, Now: at(4 * time.Second)})
+		cancelled, err := b.s.SetBatchState(b.ctx, store.SetBatchStateParams{ID: batch.ID, From: []string{store.BatchRunning, store.BatchPaused}, To: store.BatchCancelled, Note: "bob: wrong filter", Now: at(4 * time.Second)})
 		require.NoError(t, err)
 		require.Equal(t, store.BatchCancelled, cancelled.State)
+		require.Equal(t, "bob: wrong filter", cancelled.Note)
 		require.Equal(t, normPtr(ptr(at(4*time.Second))), cancelled.EndedAt)
 
 		refused, err := b.s.SetBatchState(b.ctx, store.SetBatchStateParams{ID: batch.ID, From: []string{store.BatchRunning, store.BatchPaused}, To: store.BatchCancelled, Now: at(5 * time.Second)})
