@@ -189,48 +189,15 @@ const DefaultBatchChunk = 100
 // a batch keeps with their errors; the counts go on beyond it.
 const maxBatchFailures = 1000
 
-// batchFilter is an InstanceFilter as kept with a batch.
-type batchFilter struct {
-	States        []wftype.ProcessState `json:"states,omitempty"`
-	Package       string                `json:"package,omitempty"`
-	Version       int                   `json:"version,omitempty"`
-	DefinitionID  int64                 `json:"definitionId,omitempty"`
-	Process       string                `json:"process,omitempty"`
-	StartedAfter  *time.Time            `json:"startedAfter,omitempty"`
-	StartedBefore *time.Time            `json:"startedBefore,omitempty"`
-	IncidentCause IncidentCause         `json:"incidentCause,omitempty"`
-	Parent        int64                 `json:"parent,omitempty"`
-	After         int64                 `json:"after,omitempty"`
-}
-
-func encodeFilter(f InstanceFilter) []byte {
-	bf := batchFilter{States: f.States, Package: f.Package, Version: f.Version, DefinitionID: f.DefinitionID,
-		Process: f.Process, IncidentCause: f.IncidentCause, Parent: f.Parent, After: f.After}
-	if !f.StartedAfter.IsZero() {
-		t := f.StartedAfter.UTC()
-		bf.StartedAfter = &t
-	}
-	if !f.StartedBefore.IsZero() {
-		t := f.StartedBefore.UTC()
-		bf.StartedBefore = &t
-	}
-	return mustJSON(bf)
-}
+// encodeFilter is the JSON of f as kept with a batch: every field, so
+// that a field added to InstanceFilter is kept without a change here
+// (a batch must never select more than its filter).
+func encodeFilter(f InstanceFilter) []byte { return mustJSON(f) }
 
 func decodeFilter(b []byte) (InstanceFilter, error) {
-	var bf batchFilter
-	if err := json.Unmarshal(b, &bf); err != nil {
-		return InstanceFilter{}, err
-	}
-	f := InstanceFilter{States: bf.States, Package: bf.Package, Version: bf.Version, DefinitionID: bf.DefinitionID,
-		Process: bf.Process, IncidentCause: bf.IncidentCause, Parent: bf.Parent, After: bf.After}
-	if bf.StartedAfter != nil {
-		f.StartedAfter = *bf.StartedAfter
-	}
-	if bf.StartedBefore != nil {
-		f.StartedBefore = *bf.StartedBefore
-	}
-	return f, nil
+	var f InstanceFilter
+	err := json.Unmarshal(b, &f)
+	return f, err
 }
 
 // check refuses a request that cannot run (ErrBadBatch, ErrBadFilter,

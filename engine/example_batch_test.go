@@ -57,6 +57,7 @@ func ExampleEngine_StartBatch() {
 			stopped <- r
 		}
 	})()
+	// begin docblock docs/operations.md
 	batch, err := e.StartBatch(ctx, engine.BatchRequest{
 		Action: engine.BatchTerminate,
 		Filter: engine.InstanceFilter{Package: "orders", States: []wftype.ProcessState{wftype.ProcessRunning}},
@@ -66,13 +67,14 @@ func ExampleEngine_StartBatch() {
 		log.Fatal(err)
 	}
 	fmt.Println("selected:", batch.Total)
-	<-stopped
+	<-stopped // a batch.stopped record: it ended (or was paused, or let go)
 
 	batch, err = e.Batch(ctx, batch.ID)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s: %d done, %d skipped, %d failed\n", batch.State, batch.Done, batch.Skipped, batch.Failed)
+	// end docblock
 	page, err := e.Instances(ctx, engine.InstanceFilter{Package: "orders", States: []wftype.ProcessState{wftype.ProcessTerminated}})
 	if err != nil {
 		log.Fatal(err)
