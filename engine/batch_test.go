@@ -24,8 +24,8 @@ func chunk(n int) func(*engine.Config) { return func(c *engine.Config) { c.Batch
 func noBatchRunner(c *engine.Config) { c.BatchPollInterval = -1 }
 
 // awaitBatch waits until batch id is over (Completed, Cancelled or
-// Failed) and no runner holds it, woken by the engine's batch records, and returns it. Another
-// engine may run it: a tick looks too.
+// Failed) and no runner holds it, woken by the engine's batch records,
+// and returns it. This engine runs it, or another one has stopped it.
 func (h *harness) awaitBatch(id int64) engine.Batch {
 	h.t.Helper()
 	wake := make(chan struct{}, 1)
@@ -37,8 +37,6 @@ func (h *harness) awaitBatch(id int64) engine.Batch {
 			}
 		}
 	})()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
 	for {
 		b, err := h.e.Batch(h.ctx, id)
 		require.NoError(h.t, err)
@@ -47,7 +45,6 @@ func (h *harness) awaitBatch(id int64) engine.Batch {
 		}
 		select {
 		case <-wake:
-		case <-tick.C:
 		case <-h.ctx.Done():
 			h.t.Fatalf("batch %d never ended: %+v", id, b)
 		}
