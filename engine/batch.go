@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,12 +204,8 @@ func decodeFilter(b []byte) (InstanceFilter, error) {
 // check refuses a request that cannot run (ErrBadBatch, ErrBadFilter,
 // ErrConfig for Op.Data, ErrNotFound for a migration's target).
 func (e *Engine) checkBatch(ctx context.Context, req BatchRequest) error {
-	known := false
-	for _, a := range BatchActions {
-		known = known || a == req.Action
-	}
 	switch {
-	case !known:
+	case !slices.Contains(BatchActions, req.Action):
 		return fmt.Errorf("%w: unknown action %q (want one of %v)", ErrBadBatch, req.Action, BatchActions)
 	case req.Filter.Limit != 0:
 		return fmt.Errorf("%w: Filter.Limit is %d; a batch takes every instance its filter selects", ErrBadBatch, req.Filter.Limit)
@@ -472,7 +469,13 @@ func (e *Engine) runBatch(ctx context.Context, row store.Batch) bool {
 	keep := context.WithoutCancel(ctx) // progress and release are written even as the runner stops
 	b, err := batchOf(row)
 	params, perr := b.Filter.params()
-	if err = errors.Join(err, perr); err != nil {
+	err = errors.Join(err, perr)
+	if !slices.Contains(BatchActions, b.Action) {
+		err = errors.Join(err, fmt.Errorf("unknown action %q", b.Action))
+	} else if (b.Action == BatchMigrate) != (b.Migration != nil) {
+		err = errors.Join(err, fmt.Errorf("a %s batch with migration %v", b.Action, b.Migration))
+	}
+	if err != nil {
 		e.finishBatch(keep, row, store.BatchProgressParams{Finish: store.BatchFailed, Error: err.Error()})
 		return true
 	}

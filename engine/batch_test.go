@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
 )
@@ -432,5 +433,19 @@ func TestBatchRunsOnceOnTwoEngines(t *testing.T) {
 		defer mu.Unlock()
 		require.Equal(t, map[string]int{runner: 3}, progress, "one engine ran the four chunks (the last ends it)")
 		require.Empty(t, stopped, "and stopped once")
+	})
+}
+
+func TestBatchThatCannotRunFails(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db, func(c *engine.Config) { c.BatchPollInterval = 10 * time.Millisecond }).start()
+		// A batch written by a newer node, with an action this one does not know.
+		row, err := h.e.Store().InsertBatch(h.ctx, store.Batch{Action: "archive", Filter: []byte(`{}`), Actor: "future",
+			State: store.BatchRunning, Total: 1, MaxInstanceID: 1, CreatedAt: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)})
+		require.NoError(t, err)
+		b := h.awaitBatch(row.ID)
+		require.Equal(t, engine.BatchFailed, b.State)
+		require.Contains(t, b.Error, `unknown action "archive"`)
 	})
 }
