@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
 )
@@ -22,7 +23,8 @@ import (
 // transaction (Suspend, Resume, Terminate, RetryActivity, Migrate, on the
 // normal commit lane, one at a time), and commits the chunk's progress
 // (the cursor: the last instance id done; the counts; the failures) with
-// a fence on its claim. A restart, or another node after this one died,
+// a fence on its claim (Config.BatchParallel runs several of a chunk's
+// commands at once). A restart, or another node after this one died,
 // continues at the cursor.
 
 // BatchAction is the command a batch gives each selected instance.
@@ -504,9 +506,21 @@ func (e *Engine) runBatch(ctx context.Context, row store.Batch) bool {
 			}
 		}
 		prog := store.BatchProgressParams{ID: b.ID, Owner: e.owner, Cursor: br.row.Cursor}
-		for _, r := range rows {
-			failure, outcome := br.apply(ctx, r)
-			if ctx.Err() != nil {
+		type result struct {
+			failure string
+			outcome batchOutcome
+			cut     bool // the runner was stopping: not done, or not for sure
+		}
+		results := make([]result, len(rows))
+		scheduler.ForEach(len(rows), e.cfg.BatchParallel, func(i int) {
+			if ctx.Err() == nil {
+				results[i].failure, results[i].outcome = br.apply(ctx, rows[i])
+			}
+			results[i].cut = ctx.Err() != nil
+		})
+		for i, r := range rows {
+			failure, outcome := results[i].failure, results[i].outcome
+			if results[i].cut {
 				last = false // this instance's command was cut off: the next run does it again
 				break
 			}

@@ -77,7 +77,8 @@ func (h *harness) requireStates(ids []int64, want wftype.ProcessState) {
 func TestBatchTerminateEndsTheSelectedInstancesOnly(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		// Node a records the batch and runs none; node b runs it.
+		// Node a records the batch and runs none; node b runs it, three
+		// commands at a time.
 		a := newHarness(t, db, noBatchRunner, func(c *engine.Config) { c.NodeID = "a" }).start()
 		a.deploy(chainPackage("bulk"))
 		a.deploy(chainPackage("keep"))
@@ -103,7 +104,7 @@ func TestBatchTerminateEndsTheSelectedInstancesOnly(t *testing.T) {
 		late := a.startProcess("bulk", "p", nil)
 		a.idle()
 
-		b := newHarness(t, db, chunk(3), func(c *engine.Config) { c.NodeID = "b" }).start()
+		b := newHarness(t, db, chunk(3), func(c *engine.Config) { c.NodeID, c.BatchParallel = "b", 3 }).start()
 		done := b.awaitBatch(batch.ID)
 		require.Equal(t, engine.BatchCompleted, done.State)
 		require.Equal(t, [3]int64{8, 0, 0}, [3]int64{done.Done, done.Skipped, done.Failed})
@@ -403,7 +404,7 @@ func TestBatchRunsOnceOnTwoEngines(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		a := newHarness(t, db, chunk(3), func(c *engine.Config) { c.NodeID = "a" }).start()
-		b := newHarness(t, db, chunk(3), func(c *engine.Config) { c.NodeID = "b" }).start()
+		b := newHarness(t, db, chunk(3), func(c *engine.Config) { c.NodeID, c.BatchParallel = "b", 3 }).start()
 		a.deploy(chainPackage("twice"))
 		ids := a.startN(10, "twice", "p")
 
