@@ -85,11 +85,9 @@ func (e *Engine) Transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.
 
 // StartProcessTx is StartProcess inside the host's transaction tx: the
 // instance exists if and only if tx commits. The engine picks it up from
-// the outbox after the commit (see Transaction).
+// the outbox after the commit (see Transaction). A nil tx is the
+// engine's own transaction, as in every …Tx method: StartProcess.
 func (e *Engine) StartProcessTx(ctx context.Context, tx *gorm.DB, opts StartOptions) (int64, error) {
-	if tx == nil {
-		return 0, fmt.Errorf("%w: StartProcessTx with a nil transaction", ErrConfig)
-	}
 	return e.startProcess(ctx, tx, opts)
 }
 

@@ -442,6 +442,10 @@ type ListActivityInstancesParams struct {
 	// States, when not empty, keeps only activities in one of these
 	// states.
 	States []string
+	// AfterID keeps only activities whose ID is greater.
+	AfterID int64
+	// Limit, when greater than 0, is the most activities returned.
+	Limit int
 }
 
 // InsertWorkItemParams are the arguments of Tx.InsertWorkItem.
@@ -510,6 +514,11 @@ type ListWorkItemsParams struct {
 	AfterID int64
 	// Limit, when greater than 0, is the most items returned.
 	Limit int
+	// Owner, when not empty, keeps only items held by that user.
+	Owner string
+	// Performer, when not empty, keeps only items of that performer
+	// (the participant the item is offered or assigned to).
+	Performer string
 }
 
 // MaxWorklistLimit is the largest ListWorklistParams.Limit.
@@ -690,6 +699,16 @@ type ListTimersParams struct {
 	Kinds              []string
 	// Limit caps the result; 0 is no cap.
 	Limit int
+	// After, when not nil, continues the walk after the timer it names:
+	// the timers due later, or due at the same time with a greater ID.
+	After *TimerCursor
+}
+
+// TimerCursor names a position in a list of timers: the DueAt and ID of
+// the last timer of the previous page.
+type TimerCursor struct {
+	DueAt time.Time
+	ID    int64
 }
 
 // DeleteTimersParams filter Tx.DeleteTimers. ProcessInstanceID or IDs is

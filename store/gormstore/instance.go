@@ -372,6 +372,12 @@ func (s *Store) ListActivityInstances(ctx context.Context, params store.ListActi
 	if len(params.States) > 0 {
 		q = q.Where("state IN ?", params.States)
 	}
+	if params.AfterID != 0 {
+		q = q.Where("id > ?", params.AfterID)
+	}
+	if params.Limit > 0 {
+		q = q.Limit(params.Limit)
+	}
 	var ms []activityInstanceModel
 	if err := q.Find(&ms).Error; err != nil {
 		return nil, wrap(err, "list activity instances of process instance %d", params.ProcessInstanceID)
