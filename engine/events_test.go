@@ -160,13 +160,13 @@ func eventHarness(t *testing.T, db *gorm.DB) (*harness, func(time.Duration), *re
 func activityStates(h *harness, id int64) map[string]string {
 	h.t.Helper()
 	h.idle()
-	acts, err := h.e.Activities(h.ctx, id)
+	acts, err := activitiesOf(h.ctx, h.e, id)
 	require.NoError(h.t, err)
 	out := map[string]string{}
 	for _, a := range acts {
-		out[a.ActivityDefID] = a.State
+		out[a.Activity] = string(a.State)
 		if a.Diagnosis != "" {
-			out[a.ActivityDefID] += ": " + a.Diagnosis
+			out[a.Activity] += ": " + a.Diagnosis
 		}
 	}
 	return out
@@ -304,11 +304,11 @@ func TestEventGateway(t *testing.T) {
 			}
 			h.requireState(id, wftype.ProcessCompleted)
 			require.Equal(t, map[string]int{"Start": 1, "Gate": 3, "Tick": 3, "Stop": 3, "Count": 3, "Again": 3, "Done": 1}, h.started(id))
-			acts, err := h.e.Activities(h.ctx, id)
+			acts, err := activitiesOf(h.ctx, h.e, id)
 			require.NoError(t, err)
 			for _, a := range acts {
-				if a.ActivityDefID == "Stop" {
-					require.Equal(t, choiceLost("Tick"), a.State+": "+a.Diagnosis)
+				if a.Activity == "Stop" {
+					require.Equal(t, choiceLost("Tick"), string(a.State)+": "+a.Diagnosis)
 				}
 			}
 			require.Equal(t, int64(3), h.vars(id)["i"])

@@ -44,6 +44,9 @@ type ProcessInstance struct {
 	StartedAt time.Time  `json:"startedAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	// Revision counts the changes of the instance: two reads with the
+	// same Revision saw the same instance.
+	Revision int64 `json:"revision"`
 }
 
 // InstanceFilter selects process instances. Zero fields do not filter;
@@ -153,7 +156,7 @@ func (e *Engine) instanceOf(ctx context.Context, row store.ProcessInstance) (Pro
 	pi := ProcessInstance{
 		ID: row.ID, DefinitionID: row.DefinitionID, Process: row.ProcessDefID,
 		State: wftype.ProcessState(row.State), Diagnosis: row.Diagnosis, StartKey: row.StartKey,
-		StartedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, EndedAt: row.EndedAt,
+		StartedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, EndedAt: row.EndedAt, Revision: row.Version,
 	}
 	if row.ParentInstanceID != nil {
 		pi.Parent = *row.ParentInstanceID

@@ -95,16 +95,7 @@ func (e *Engine) History(ctx context.Context, f HistoryFilter) (HistoryPage, err
 	for _, a := range acts {
 		defOf[a.ID] = a.ActivityDefID
 	}
-	names := map[string]string{}
-	if dep, err := e.definition(ctx, e.store, pi.DefinitionID); err == nil {
-		if proc := dep.pkg.Process(pi.Process); proc != nil {
-			for _, f := range proc.Flows() {
-				for _, a := range f.Activities {
-					names[a.ID] = a.Name
-				}
-			}
-		}
-	}
+	names := e.activityNames(ctx, pi.DefinitionID, pi.Process)
 	page.Entries = make([]HistoryEntry, len(rows))
 	for i, row := range rows {
 		h := HistoryEntry{

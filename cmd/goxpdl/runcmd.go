@@ -331,10 +331,10 @@ func (o outcome) String() string {
 		fmt.Fprintf(&b, ": %s", o.root.Diagnosis)
 	}
 	for _, a := range o.abnormal {
-		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.ActivityDefID, a.ID, a.ProcessInstanceID, a.Diagnosis)
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.Activity, a.ID, a.Instance, a.Diagnosis)
 	}
 	for _, a := range o.waiting {
-		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Waiting", a.ActivityDefID, a.ID, a.ProcessInstanceID)
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Waiting", a.Activity, a.ID, a.Instance)
 	}
 	if len(o.openItems) > 0 {
 		ids := make([]string, len(o.openItems))
@@ -364,7 +364,7 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 			return outcome{}, err
 		}
 		o := outcome{root: tree[0]}
-		if wftype.ProcessState(o.root.State).IsFinal() {
+		if o.root.State.IsFinal() {
 			return o, nil
 		}
 		pending := false
@@ -375,12 +375,12 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 			if pi.State == wftype.ProcessInitiated {
 				pending = true
 			}
-			acts, err := e.Activities(ctx, pi.ID)
+			acts, err := allActivities(ctx, e, pi.ID)
 			if err != nil {
 				return outcome{}, err
 			}
 			for _, a := range acts {
-				switch wftype.ActivityState(a.State) {
+				switch a.State {
 				case wftype.ActivityAbnormal:
 					o.abnormal = append(o.abnormal, a)
 				case wftype.ActivityWaiting:
@@ -391,7 +391,7 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 					pending = pending || pi.State == wftype.ProcessRunning
 				}
 			}
-			items, err := e.WorkItems(ctx, engine.WorkItemFilter(pi.ID))
+			items, err := openWorkItems(ctx, e, pi.ID)
 			if err != nil {
 				return outcome{}, err
 			}
@@ -472,7 +472,7 @@ func callsSubflow(tree []engine.ProcessInstance, id int64) bool {
 // whose activities are among acts.
 func runsBlock(acts []engine.ActivityInstance, id int64) bool {
 	for _, a := range acts {
-		if a.BlockInstanceID != nil && *a.BlockInstanceID == id {
+		if a.Block == id {
 			return true
 		}
 	}
@@ -486,7 +486,7 @@ func sameVersions(a, b []engine.ProcessInstance) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Version != b[i].Version {
+		if a[i].ID != b[i].ID || a[i].Revision != b[i].Revision {
 			return false
 		}
 	}
