@@ -10,6 +10,11 @@
 // processed in order per process instance, different instances in
 // parallel (DESIGN.md §3). The state machines are in engine/machine, the
 // navigator (splits, joins, deadlock) in engine/flow.
+//
+// Every command has a …Tx form that runs in the host's *gorm.DB
+// transaction; a nil tx means the engine's own transaction, as the plain
+// form. Every list call of the read API takes a filter and returns one
+// page with the cursor of the next (docs/engine.md, "Reading instances").
 package engine
 
 import (

@@ -202,6 +202,18 @@ func TestReadAPITypesFiltersAndPages(t *testing.T) {
 				_, err := h.e.Worklist(h.ctx, "clerk1", engine.WorklistFilter{After: "x"})
 				return err
 			},
+			"history cursor": func() error {
+				_, err := h.e.History(h.ctx, engine.HistoryFilter{Instance: ids[0], After: -1})
+				return err
+			},
+			"incident cause": func() error {
+				_, err := h.e.Incidents(h.ctx, engine.IncidentFilter{Causes: []engine.IncidentCause{"Application"}})
+				return err
+			},
+			"incident state": func() error {
+				_, err := h.e.Incidents(h.ctx, engine.IncidentFilter{States: []engine.IncidentState{"closed"}})
+				return err
+			},
 			"worklist limit": func() error {
 				_, err := h.e.Worklist(h.ctx, "clerk1", engine.WorklistFilter{Limit: -3})
 				return err

@@ -73,6 +73,9 @@ type HistoryPage struct {
 // state change of it, its activities and its work items, and every
 // variable a command changed, oldest first.
 func (e *Engine) History(ctx context.Context, f HistoryFilter) (HistoryPage, error) {
+	if err := checkPage(f.After, f.Limit); err != nil {
+		return HistoryPage{}, err
+	}
 	pi, err := e.Instance(ctx, f.Instance)
 	if err != nil {
 		return HistoryPage{}, err
