@@ -44,7 +44,7 @@ type patternStep struct {
 	// The message id is messageID(instance, step number).
 	send     string
 	ttl      time.Duration
-	delivery string
+	delivery engine.DeliveryState
 	// advance moves the fake clock on; await, when set, is the record
 	// type the test then waits for one more of (the clock moves once the
 	// engine is idle).
@@ -529,23 +529,23 @@ var patternCases = []patternCase{
 	{
 		wcp: 23, name: "TransientTrigger_MessageTTL", file: "wcp23-transient-trigger.xpdl",
 		steps: []patternStep{
-			{open: []string{"Prepare"}, send: "Dispatch", ttl: time.Minute, delivery: store.InboxPending}, // too early
+			{open: []string{"Prepare"}, send: "Dispatch", ttl: time.Minute, delivery: engine.DeliveryPending}, // too early
 			{advance: 2 * time.Minute},
 			{open: []string{"Prepare"}, complete: "Prepare"},
-			{open: []string{"Dispatch"}, send: "Dispatch", ttl: time.Minute, delivery: store.InboxApplied},
+			{open: []string{"Dispatch"}, send: "Dispatch", ttl: time.Minute, delivery: engine.DeliveryApplied},
 		},
 		state:   wftype.ProcessCompleted,
 		started: map[string]int{"Start": 1, "Prepare": 1, "Dispatch": 1, "End": 1},
 		check: func(t *testing.T, h *harness, id int64) {
 			d, err := h.e.Inbox(h.ctx, messageID(id, 1))
 			require.NoError(t, err)
-			require.Equal(t, store.InboxExpired, d.State, "the early trigger was lost")
+			require.Equal(t, engine.DeliveryExpired, d.State, "the early trigger was lost")
 		},
 	},
 	{
 		wcp: 24, name: "PersistentTrigger_Inbox", file: "wcp24-persistent-trigger.xpdl",
 		steps: []patternStep{
-			{open: []string{"Prepare"}, send: "Dispatch", delivery: store.InboxPending}, // early: kept
+			{open: []string{"Prepare"}, send: "Dispatch", delivery: engine.DeliveryPending}, // early: kept
 			{advance: 24 * time.Hour},
 			{open: []string{"Prepare"}, complete: "Prepare"},
 		},
@@ -554,7 +554,7 @@ var patternCases = []patternCase{
 		check: func(t *testing.T, h *harness, id int64) {
 			d, err := h.e.Inbox(h.ctx, messageID(id, 1))
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State, "the early trigger completed Dispatch")
+			require.Equal(t, engine.DeliveryApplied, d.State, "the early trigger completed Dispatch")
 		},
 	},
 	{
@@ -855,7 +855,7 @@ var patternCases = []patternCase{
 	{
 		wcp: 24, name: "PersistentTrigger_MessageEvent", file: "wcp24-persistent-trigger-message-event.xpdl",
 		steps: []patternStep{
-			{open: []string{"Prepare"}, send: "Paid", delivery: store.InboxPending}, // early: kept
+			{open: []string{"Prepare"}, send: "Paid", delivery: engine.DeliveryPending}, // early: kept
 			{advance: 24 * time.Hour},
 			{open: []string{"Prepare"}, complete: "Prepare"},
 			{open: []string{"Ship"}, complete: "Ship"},
@@ -865,7 +865,7 @@ var patternCases = []patternCase{
 		check: func(t *testing.T, h *harness, id int64) {
 			d, err := h.e.Inbox(h.ctx, messageID(id, 1))
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State, "the early message was caught by Paid: %s", d.Reason)
+			require.Equal(t, engine.DeliveryApplied, d.State, "the early message was caught by Paid: %s", d.Reason)
 		},
 	},
 }

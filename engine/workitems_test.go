@@ -419,11 +419,11 @@ func TestCorrelationInbox(t *testing.T) {
 		// Approve's completion arrives while Enter is still open.
 		d, err := h.e.Send(h.ctx, engine.Message{MessageID: "m1", Instance: id, Activity: "Approve", User: "carol"})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, d.State)
+		require.Equal(t, engine.DeliveryPending, d.State)
 		again, err := h.e.Send(h.ctx, engine.Message{MessageID: "m1", Instance: id, Activity: "Approve", User: "carol"})
 		require.NoError(t, err)
 		require.True(t, again.Duplicate)
-		require.Equal(t, store.InboxPending, again.State)
+		require.Equal(t, engine.DeliveryPending, again.State)
 
 		// By data: the instance whose orderId is A-42, for Ship.
 		byData, err := h.e.Send(h.ctx, engine.Message{
@@ -431,7 +431,7 @@ func TestCorrelationInbox(t *testing.T) {
 			Activity: "Ship", User: "dave",
 		})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, byData.State)
+		require.Equal(t, engine.DeliveryPending, byData.State)
 		require.Equal(t, id, byData.Instance)
 
 		require.NoError(t, h.completeAs(h.item(id, "Enter").ID, "alice", nil))
@@ -442,25 +442,25 @@ func TestCorrelationInbox(t *testing.T) {
 		for _, m := range []string{"m1", "m2"} {
 			got, err := h.e.Inbox(h.ctx, m)
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, got.State, m)
+			require.Equal(t, engine.DeliveryApplied, got.State, m)
 		}
 
 		// A message for an activity the instance will never reach again
 		// expires with the reason when the instance ends.
 		late, err := h.e.Send(h.ctx, engine.Message{MessageID: "m3", Instance: id, Activity: "Check", User: "bob"})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, late.State)
+		require.Equal(t, engine.DeliveryPending, late.State)
 		require.NoError(t, h.completeAs(confirm.ID, "alice", nil))
 		h.requireState(id, wftype.ProcessCompleted)
 		got, err := h.e.Inbox(h.ctx, "m3")
 		require.NoError(t, err)
-		require.Equal(t, store.InboxExpired, got.State)
+		require.Equal(t, engine.DeliveryExpired, got.State)
 		require.Contains(t, got.Reason, "before reaching activity Check")
 
 		// After the end: expired at once. Bad messages: refused, nothing kept.
 		after, err := h.e.Send(h.ctx, engine.Message{MessageID: "m4", Instance: id, Activity: "Check", User: "bob"})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxExpired, after.State)
+		require.Equal(t, engine.DeliveryExpired, after.State)
 		_, err = h.e.Send(h.ctx, engine.Message{MessageID: "m5", Instance: id, Activity: "Nowhere"})
 		require.ErrorIs(t, err, engine.ErrNotFound)
 		_, err = h.e.Send(h.ctx, engine.Message{MessageID: "m6", Activity: "Check"})
@@ -506,14 +506,14 @@ func TestInboxMessageTimeToLive(t *testing.T) {
 		h.idle()
 		d, err := h.e.Send(h.ctx, engine.Message{MessageID: "ttl", Instance: id, Activity: "Check", User: "bob", TTL: time.Hour})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, d.State)
+		require.Equal(t, engine.DeliveryPending, d.State)
 		clock.Advance(2 * time.Hour)
 		require.NoError(t, h.completeAs(h.item(id, "Enter").ID, "alice", nil))
 		check := h.item(id, "Check")
 		require.Equal(t, workitem.Offered, check.State, "the expired message did not complete Check")
 		got, err := h.e.Inbox(h.ctx, "ttl")
 		require.NoError(t, err)
-		require.Equal(t, store.InboxExpired, got.State)
+		require.Equal(t, engine.DeliveryExpired, got.State)
 		require.Contains(t, got.Reason, "time to live")
 	})
 }
