@@ -286,7 +286,7 @@ func (e *Engine) Activities(ctx context.Context, f ActivityFilter) (ActivityPage
 	names := e.activityNames(ctx, row.DefinitionID, row.ProcessDefID)
 	page.Activities = make([]ActivityInstance, len(rows))
 	for i, r := range rows {
-		page.Activities[i] = activityOf(r, names)
+		page.Activities[i] = activityRow(r, names)
 	}
 	return page, nil
 }
@@ -307,7 +307,7 @@ func (e *Engine) activityNames(ctx context.Context, definitionID int64, process 
 	return names
 }
 
-func activityOf(r store.ActivityInstance, names map[string]string) ActivityInstance {
+func activityRow(r store.ActivityInstance, names map[string]string) ActivityInstance {
 	a := ActivityInstance{
 		ID: r.ID, Instance: r.ProcessInstanceID, Activity: r.ActivityDefID, ActivityName: names[r.ActivityDefID],
 		ActivitySet: r.ActivitySetID, State: wftype.ActivityState(r.State), Diagnosis: r.Diagnosis, Attempt: r.Attempt,

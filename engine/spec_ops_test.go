@@ -8,7 +8,6 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 )
@@ -66,12 +65,12 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 				user = a.Vals[0]
 			}
 		}
-		items, err := s.e.WorkItems(s.ctx, store.ListWorkItemsParams{ProcessInstanceID: id, States: []string{string(workitem.Completed)}})
+		items, err := workItemsOf(s.ctx, s.e, engine.WorkItemFilter{Instance: id, States: []workitem.State{workitem.Completed}})
 		if err != nil {
 			return true, err
 		}
 		for _, wi := range slices.Backward(items) {
-			if wi.ActivityDefID == first() {
+			if wi.Activity == first() {
 				return true, s.e.Withdraw(s.ctx, wi.ID, user, op)
 			}
 		}
@@ -130,12 +129,12 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 // openActivity is the id of the latest instance of activity def of
 // process instance id that has not completed.
 func (s *spec) openActivity(id int64, def string) (int64, error) {
-	acts, err := s.e.Activities(s.ctx, id)
+	acts, err := activitiesOf(s.ctx, s.e, id)
 	if err != nil {
 		return 0, err
 	}
 	for _, a := range slices.Backward(acts) {
-		if a.ActivityDefID == def && a.State != string(wftype.ActivityCompleted) {
+		if a.Activity == def && a.State != wftype.ActivityCompleted {
 			return a.ID, nil
 		}
 	}
