@@ -448,3 +448,68 @@ func TestLockEndRacesQueuedStart(t *testing.T) {
 		}
 	})
 }
+
+// In the host's transaction a lock is taken if and only if the
+// transaction commits, and a refusal leaves the transaction usable.
+func TestLockInHostTransaction(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db).start()
+		h.deploy(lockXPDL)
+		errRollback := errors.New("host rolls back")
+		require.ErrorIs(t, db.Transaction(func(tx *gorm.DB) error {
+			_, err := h.e.StartProcessTx(h.ctx, tx, locked("acct-1", engine.LockLocal, false))
+			require.NoError(t, err)
+			return errRollback
+		}), errRollback)
+		require.Empty(t, h.locks(engine.LockFilter{}))
+
+		var holder, queued int64
+		require.NoError(t, h.e.Transaction(h.ctx, db, func(tx *gorm.DB) error {
+			var err error
+			if holder, err = h.e.StartProcessTx(h.ctx, tx, locked("acct-1", engine.LockLocal, false)); err != nil {
+				return err
+			}
+			_, err = h.e.StartProcessTx(h.ctx, tx, locked("acct-1", engine.LockLocal, false))
+			le, ok := errors.AsType[*engine.LockedError](err)
+			require.True(t, ok, "%v", err)
+			require.Equal(t, holder, le.Holder)
+			// The idempotent repeat of a queued start is the same start.
+			opts := locked("acct-1", engine.LockLocal, true)
+			opts.IdempotencyKey = "second"
+			if queued, err = h.e.StartProcessTx(h.ctx, tx, opts); err != nil {
+				return err
+			}
+			again, err := h.e.StartProcessTx(h.ctx, tx, opts)
+			require.Equal(t, queued, again)
+			return err
+		}))
+		h.awaitState(holder, wftype.ProcessRunning)
+		h.requireState(queued, wftype.ProcessQueued)
+		require.Len(t, h.locks(engine.LockFilter{}), 2)
+		h.finish(holder)
+		h.awaitState(queued, wftype.ProcessRunning)
+	})
+}
+
+// A Locking instance is not dead (paper §2.1): it keeps its lock until
+// an operator repairs it or releases the lock.
+func TestLockingInstanceKeepsItsLock(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db).start()
+		h.deploy(xpdltest.Graph("A B", "A>B?x > 1")) // x is 0: the branch is lost
+		stuck, err := h.e.StartProcess(h.ctx, locked("acct-1", engine.LockLocal, false))
+		require.NoError(t, err)
+		h.requireState(stuck, wftype.ProcessLocking)
+		_, err = h.e.StartProcess(h.ctx, locked("acct-1", engine.LockLocal, false))
+		require.ErrorIs(t, err, engine.ErrLocked)
+
+		key := engine.LockKey{Scope: engine.LockLocal, Package: "pkg", Process: "p", BusinessKey: "acct-1"}
+		require.NoError(t, h.e.ReleaseLock(h.ctx, key, engine.Op{Actor: "ops", Reason: "abandoned"}))
+		h.requireState(stuck, wftype.ProcessLocking)
+		next, err := h.e.StartProcess(h.ctx, locked("acct-1", engine.LockLocal, false))
+		require.NoError(t, err)
+		require.NotEqual(t, stuck, next)
+	})
+}
