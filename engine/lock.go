@@ -96,16 +96,23 @@ func (k LockKey) scopeKey() (string, error) {
 	case len(k.BusinessKey) > maxBusinessKey:
 		return "", fmt.Errorf("%w: business key longer than %d bytes", ErrConfig, maxBusinessKey)
 	}
-	switch k.Scope {
+	return scopeKeyOf(k.Scope, k.Package, k.Process)
+}
+
+// scopeKeyOf is the store's name of a scope: store.LockScopeGlobal, or
+// "local:" and the package and process ids (XPDL ids are NMTOKENs,
+// without '/').
+func scopeKeyOf(scope LockScope, pkg, proc string) (string, error) {
+	switch scope {
 	case LockGlobal:
 		return store.LockScopeGlobal, nil
 	case LockLocal, "":
-		if k.Package == "" || k.Process == "" {
+		if pkg == "" || proc == "" {
 			return "", fmt.Errorf("%w: a local lock names its package and process", ErrConfig)
 		}
-		return "local:" + k.Package + "/" + k.Process, nil
+		return "local:" + pkg + "/" + proc, nil
 	}
-	return "", fmt.Errorf("%w: unknown lock scope %q (want %q or %q)", ErrConfig, k.Scope, LockLocal, LockGlobal)
+	return "", fmt.Errorf("%w: unknown lock scope %q (want %q or %q)", ErrConfig, scope, LockLocal, LockGlobal)
 }
 
 // lockKeyOf reads a store lock's key back.
@@ -130,7 +137,9 @@ func excludes(a, b string) bool {
 // instance (StartOptions.Lock without Wait); nothing was created. It
 // matches ErrLocked.
 type LockedError struct {
-	// Key is the lock that stands in the way: the holder's.
+	// Key is the held lock that stands in the way: one that excludes the
+	// start's, or, when only a start queued before it does, the one that
+	// start waits for.
 	Key LockKey
 	// Holder is the process instance that holds it.
 	Holder int64
@@ -198,7 +207,7 @@ func (r *run) lockForStart(opts StartOptions, dep *deployment, proc *xpdl.Proces
 		return nil, nil
 	}
 	l := &startLock{
-		key:  LockKey{Scope: cmpScope(opts.Lock.Scope), Package: dep.def.PackageID, Process: proc.ID, BusinessKey: opts.BusinessKey},
+		key:  LockKey{Scope: orLocal(opts.Lock.Scope), Package: dep.def.PackageID, Process: proc.ID, BusinessKey: opts.BusinessKey},
 		wait: opts.Lock.Wait,
 	}
 	var err error
@@ -209,34 +218,32 @@ func (r *run) lockForStart(opts StartOptions, dep *deployment, proc *xpdl.Proces
 	if err != nil {
 		return nil, err
 	}
-	var firstHeld *store.Lock
 	for i := range locks {
-		if !locks[i].Held {
-			continue
-		}
-		if firstHeld == nil {
-			firstHeld = &locks[i]
-		}
-		if excludes(locks[i].ScopeKey, l.scopeKey) {
+		if locks[i].Held && excludes(locks[i].ScopeKey, l.scopeKey) {
 			l.blocker = &locks[i]
 			return l, nil
 		}
 	}
 	for i := range locks {
-		if !locks[i].Held && excludes(locks[i].ScopeKey, l.scopeKey) {
-			// A queued start this one would overtake: it waits for a
-			// holder, which this one waits for too.
-			l.blocker = firstHeld
-			if l.blocker == nil {
-				l.blocker = &locks[i]
-			}
-			return l, nil
+		if locks[i].Held || !excludes(locks[i].ScopeKey, l.scopeKey) {
+			continue
 		}
+		// A start queued before this one that it would overtake: the
+		// lock that one waits for is what this one waits for too.
+		l.blocker = &locks[i]
+		for j := range locks {
+			if locks[j].Held && excludes(locks[j].ScopeKey, locks[i].ScopeKey) {
+				l.blocker = &locks[j]
+				break
+			}
+		}
+		return l, nil
 	}
 	return l, nil
 }
 
-func cmpScope(s LockScope) LockScope {
+// orLocal is s, LockLocal when empty.
+func orLocal(s LockScope) LockScope {
 	if s == "" {
 		return LockLocal
 	}
@@ -489,7 +496,7 @@ func (e *Engine) Locks(ctx context.Context, f LockFilter) (LockPage, error) {
 	switch f.Scope {
 	case "":
 	case LockGlobal, LockLocal:
-		sk, err := LockKey{Scope: f.Scope, Package: f.Package, Process: f.Process, BusinessKey: "-"}.scopeKey()
+		sk, err := scopeKeyOf(f.Scope, f.Package, f.Process)
 		if err != nil {
 			return LockPage{}, err
 		}

@@ -273,7 +273,7 @@ func TestLockWaitQueue(t *testing.T) {
 		require.Len(t, all, 4)
 		require.Equal(t, []engine.LockState{engine.LockHeld, engine.LockWaiting, engine.LockWaiting, engine.LockWaiting},
 			[]engine.LockState{all[0].State, all[1].State, all[2].State, all[3].State})
-		require.Equal(t, queued, []int64{all[1].Instance, all[2].Instance, all[3].Instance})
+		require.Equal(t, []int64{all[1].Instance, all[2].Instance, all[3].Instance}, queued)
 		require.Len(t, h.locks(engine.LockFilter{State: engine.LockWaiting}), 3)
 		require.ErrorIs(t, h.e.Suspend(h.ctx, queued[0], engine.Op{}), engine.ErrIllegalState)
 
@@ -343,7 +343,7 @@ func TestReleaseLock(t *testing.T) {
 		// The holder's end now frees nothing of the new holder's.
 		h.finish(holder)
 		require.Len(t, h.locks(engine.LockFilter{Instance: waiter, State: engine.LockHeld}), 1)
-		require.ErrorIs(t, h.e.ReleaseLock(h.ctx, key, op), nil)
+		require.NoError(t, h.e.ReleaseLock(h.ctx, key, op))
 		require.ErrorIs(t, h.e.ReleaseLock(h.ctx, key, op), engine.ErrNotFound)
 	})
 }
