@@ -70,7 +70,7 @@ func (h *harness) awaitState(id int64, want wftype.ProcessState) {
 	for {
 		pi, err := h.e.Instance(h.ctx, id)
 		require.NoError(h.t, err)
-		if pi.State == string(want) {
+		if string(pi.State) == string(want) {
 			return
 		}
 		select {
@@ -83,7 +83,7 @@ func (h *harness) awaitState(id int64, want wftype.ProcessState) {
 
 func (h *harness) count() int {
 	h.t.Helper()
-	all, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{})
+	all, err := h.e.Store().ListProcessInstances(h.ctx, store.ListProcessInstancesParams{})
 	require.NoError(h.t, err)
 	return len(all)
 }
@@ -108,16 +108,20 @@ func TestBusinessKey(t *testing.T) {
 		b, err := h.e.StartProcess(h.ctx, engine.StartOptions{Package: "pkg", Process: "p", BusinessKey: "order-8"})
 		require.NoError(t, err)
 		h.idle()
-		require.Equal(t, "order-7", h.instance(a).BusinessKey)
-		kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: a})
+		top, err := h.e.Store().GetProcessInstance(h.ctx, a)
+		require.NoError(t, err)
+		require.Equal(t, "order-7", top.BusinessKey)
+		kids, err := h.e.Store().ListProcessInstances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: a})
 		require.NoError(t, err)
 		require.Len(t, kids, 1)
 		require.Equal(t, "order-7", kids[0].BusinessKey, "a subflow inherits its parent's business key")
 
-		found, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{BusinessKey: "order-7"})
+		// Store level: the engine's instance listing takes the same
+		// filter (store.ListProcessInstancesParams.BusinessKey).
+		found, err := h.e.Store().ListProcessInstances(h.ctx, store.ListProcessInstancesParams{BusinessKey: "order-7"})
 		require.NoError(t, err)
 		require.Equal(t, []int64{a, kids[0].ID}, []int64{found[0].ID, found[1].ID})
-		found, err = h.e.Instances(h.ctx, store.ListProcessInstancesParams{BusinessKey: "order-8"})
+		found, err = h.e.Store().ListProcessInstances(h.ctx, store.ListProcessInstancesParams{BusinessKey: "order-8"})
 		require.NoError(t, err)
 		require.Len(t, found, 1)
 		require.Equal(t, b, found[0].ID)
@@ -402,7 +406,7 @@ func TestLockRace(t *testing.T) {
 			var running []int64
 			for _, id := range ids {
 				pi := h.instance(id)
-				if pi.State == string(wftype.ProcessRunning) {
+				if string(pi.State) == string(wftype.ProcessRunning) {
 					running = append(running, id)
 				}
 			}
