@@ -306,6 +306,28 @@ type Tx interface {
 	// empty) per cause. Causes without incidents are absent.
 	CountIncidents(ctx context.Context, states []string) (map[string]int64, error)
 
+	// LocksForUpdate returns the locks (held and waiting) of a business
+	// key, in ID order, and serialises the caller's transaction with
+	// every other transaction that calls it for the same key, on every
+	// node, until it ends: the second caller waits for the first to
+	// commit or roll back and then sees what it wrote. Every change of
+	// the locks of a key goes through it first.
+	LocksForUpdate(ctx context.Context, businessKey string) ([]Lock, error)
+	// InsertLock stores a new lock, held or waiting. It returns
+	// ErrDuplicate when lock is held and a held lock of the same
+	// ScopeKey and BusinessKey exists: the database keeps at most one.
+	// The ID of lock is ignored; the returned lock has its ID.
+	InsertLock(ctx context.Context, lock Lock) (Lock, error)
+	// GrantLock makes the waiting lock id held since at; ErrDuplicate as
+	// for InsertLock, ErrNotFound when no waiting lock has that id.
+	GrantLock(ctx context.Context, id int64, at time.Time) error
+	// DeleteLocks deletes the locks params selects and returns how many
+	// it deleted. A filter with neither IDs nor ProcessInstanceID is
+	// refused (an error).
+	DeleteLocks(ctx context.Context, params DeleteLocksParams) (int64, error)
+	// ListLocks returns the locks matching the filter, in ID order.
+	ListLocks(ctx context.Context, params ListLocksParams) ([]Lock, error)
+
 	// InsertHistory appends entries to the audit trail; IDs of the
 	// arguments are ignored. It is all or none once the caller has rolled
 	// back after an error: inside a transaction, a store may leave the
@@ -385,6 +407,9 @@ type ListProcessInstancesParams struct {
 	// StartKey, when not empty, keeps only the instance started with that
 	// idempotency key.
 	StartKey string
+	// BusinessKey, when not empty, keeps only the instances with exactly
+	// that business key.
+	BusinessKey string
 	// NoPendingEvents keeps only instances that have no unprocessed event
 	// in the outbox (claimed or not): those recovery's sweep looks at.
 	NoPendingEvents bool

@@ -124,6 +124,9 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 	if params.StartKey != "" {
 		q = q.Where("start_key = ?", params.StartKey)
 	}
+	if params.BusinessKey != "" {
+		q = q.Where("business_key = ?", params.BusinessKey)
+	}
 	if params.NoPendingEvents {
 		q = q.Where("NOT EXISTS (SELECT 1 FROM " + tableEvents + " e WHERE e.process_instance_id = " +
 			tableProcessInstances + ".id AND e.processed_at IS NULL)")

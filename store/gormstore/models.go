@@ -68,16 +68,19 @@ type processInstanceModel struct {
 	// StartKey is NULL when the host gave no key, so that the unique
 	// index admits any number of those.
 	StartKey *string `gorm:"column:start_key;size:255;uniqueIndex:goxpdl_process_instances_start_key"`
+	// BusinessKey is NULL for none; nullable so that Migrate can add it
+	// to a table that has rows.
+	BusinessKey *string `gorm:"column:business_key;size:255;index:goxpdl_process_instances_business_key"`
 }
 
 func (processInstanceModel) TableName() string { return tableProcessInstances }
 
 // processInstanceColumns are the columns of a processInstanceModel but
 // its id, in the order of values.
-var processInstanceColumns = []string{"definition_id", "process_def_id", "parent_instance_id", "parent_activity_id", "state", "version", "diagnosis", "tokens", "created_at", "updated_at", "ended_at", "start_key"}
+var processInstanceColumns = []string{"definition_id", "process_def_id", "parent_instance_id", "parent_activity_id", "state", "version", "diagnosis", "tokens", "created_at", "updated_at", "ended_at", "start_key", "business_key"}
 
 func (m processInstanceModel) values() []any {
-	return []any{m.DefinitionID, m.ProcessDefID, m.ParentInstanceID, m.ParentActivityID, m.State, m.Version, m.Diagnosis, m.Tokens, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.StartKey}
+	return []any{m.DefinitionID, m.ProcessDefID, m.ParentInstanceID, m.ParentActivityID, m.State, m.Version, m.Diagnosis, m.Tokens, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.StartKey, m.BusinessKey}
 }
 
 type activityInstanceModel struct {
@@ -335,6 +338,8 @@ var allModels = []any{
 	&nodeModel{},
 	&subscriptionModel{},
 	&incidentModel{},
+	&lockModel{},
+	&lockKeyModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through
@@ -414,6 +419,7 @@ func processInstanceFromRow(r store.ProcessInstance) processInstanceModel {
 		UpdatedAt:        dbTime(r.UpdatedAt),
 		EndedAt:          dbTimePtr(r.EndedAt),
 		StartKey:         nullString(r.StartKey),
+		BusinessKey:      nullString(r.BusinessKey),
 	}
 }
 
@@ -432,6 +438,7 @@ func (m *processInstanceModel) row() store.ProcessInstance {
 		UpdatedAt:        rowTime(m.UpdatedAt),
 		EndedAt:          rowTimePtr(m.EndedAt),
 		StartKey:         derefString(m.StartKey),
+		BusinessKey:      derefString(m.BusinessKey),
 	}
 }
 

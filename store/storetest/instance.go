@@ -30,6 +30,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 			UpdatedAt:        at(time.Second),
 			EndedAt:          ptr(at(time.Minute)),
 			StartKey:         "order-42/approve",
+			BusinessKey:      "order-42",
 		}
 		pi, err := b.s.InsertProcessInstance(b.ctx, in)
 		require.NoError(t, err)
