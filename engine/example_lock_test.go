@@ -8,6 +8,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/workitem"
 )
 
 // accountXPDL is a one-step process: a clerk closes an account.
@@ -70,8 +71,8 @@ func ExampleLockOptions() {
 
 	// The clerk closes the first account's review: the first instance
 	// completes and the second gets the lock in the same transaction.
-	items, _ := e.WorkItems(ctx, engine.WorkItemFilter(first))
-	if _, err := e.CompleteWorkItem(ctx, items[0].ID, engine.Completion{User: "clerk1"}); err != nil {
+	page2, _ := e.WorkItems(ctx, engine.WorkItemFilter{Instance: first, States: workitem.OpenStates})
+	if _, err := e.CompleteWorkItem(ctx, page2.WorkItems[0].ID, engine.Completion{User: "clerk1"}); err != nil {
 		log.Fatal(err)
 	}
 	_ = e.WaitIdle(ctx)

@@ -61,7 +61,8 @@ func TestInstancesFilterAndPage(t *testing.T) {
 		v2 := h.deploy(filterXPDL)
 		p2 := h.startProcess("pkg", "p", nil)
 		clock.Advance(time.Minute)
-		p3 := h.startProcess("pkg", "p", nil)
+		p3, err := h.e.StartProcess(h.ctx, engine.StartOptions{Package: "pkg", Process: "p", BusinessKey: "order-7"})
+		require.NoError(t, err)
 		h.idle()
 		require.NoError(t, h.e.Suspend(h.ctx, p3, engine.Op{Actor: "alice", Reason: "check"}))
 		h.idle()
@@ -95,6 +96,8 @@ func TestInstancesFilterAndPage(t *testing.T) {
 			{"incident cause", engine.InstanceFilter{IncidentCause: engine.CauseApplication}, []int64{q1}},
 			{"other incident cause", engine.InstanceFilter{IncidentCause: engine.CauseLocking}, nil},
 			{"not a parent", engine.InstanceFilter{Parent: p1}, nil},
+			{"business key", engine.InstanceFilter{BusinessKey: "order-7"}, []int64{p3}},
+			{"other business key", engine.InstanceFilter{BusinessKey: "order-8"}, nil},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				require.Equal(t, tc.want, h.sub(t).allInstances(tc.f))
