@@ -327,6 +327,24 @@ type Tx interface {
 	DeleteLocks(ctx context.Context, params DeleteLocksParams) (int64, error)
 	// ListLocks returns the locks matching the filter, in ID order.
 	ListLocks(ctx context.Context, params ListLocksParams) ([]Lock, error)
+	// PurgeProcessInstances deletes, in one transaction, up to
+	// params.Limit top-level process instances (or instances whose parent
+	// is gone) that are in one of params.States, ended before
+	// params.EndedBefore, match the package and process filter and have
+	// no unprocessed event, together with everything that belongs to
+	// them: activity instances, variables, work items and their worklist
+	// entries, events, history, inbox messages, timers, subscriptions and
+	// incidents. Their subflow instances, at any depth, are deleted with
+	// them when they too are in params.States, ended before the cutoff
+	// and have no unprocessed event; a subflow instance that is not (one
+	// started ASYNCHR that still runs) is kept with everything below it,
+	// and becomes a top-level candidate of its own. Nothing else is
+	// touched: a finished subflow instance of a parent that is not
+	// deleted stays. Concurrent callers (other engine nodes) never delete
+	// an instance twice nor fail because another deleted it: on MySQL the
+	// candidates are locked with FOR UPDATE SKIP LOCKED, and every delete
+	// repeats the rows' own conditions. Callers loop until Instances is 0.
+	PurgeProcessInstances(ctx context.Context, params PurgeProcessInstancesParams) (PurgeResult, error)
 
 	// InsertHistory appends entries to the audit trail; IDs of the
 	// arguments are ignored. It is all or none once the caller has rolled

@@ -52,19 +52,22 @@ type definitionModel struct {
 
 func (definitionModel) TableName() string { return tableDefinitions }
 
+// processInstanceModel is a process instance.
+// goxpdl_process_instances_ended (state, ended_at) serves retention's
+// search for instances that ended before a cutoff (purge.go).
 type processInstanceModel struct {
 	ID               int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_process_instances_state,priority:2"`
 	DefinitionID     int64      `gorm:"column:definition_id;not null;index:goxpdl_process_instances_definition"`
 	ProcessDefID     string     `gorm:"column:process_def_id;size:255;not null"`
 	ParentInstanceID *int64     `gorm:"column:parent_instance_id;index:goxpdl_process_instances_parent"`
 	ParentActivityID *int64     `gorm:"column:parent_activity_id"`
-	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1"`
+	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1;index:goxpdl_process_instances_ended,priority:1"`
 	Version          int64      `gorm:"column:version;not null"`
 	Diagnosis        string     `gorm:"column:diagnosis;type:text;not null"`
 	Tokens           []byte     `gorm:"column:tokens"`
 	CreatedAt        time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt        time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
-	EndedAt          *time.Time `gorm:"column:ended_at;precision:6"`
+	EndedAt          *time.Time `gorm:"column:ended_at;precision:6;index:goxpdl_process_instances_ended,priority:2"`
 	// StartKey is NULL when the host gave no key, so that the unique
 	// index admits any number of those.
 	StartKey *string `gorm:"column:start_key;size:255;uniqueIndex:goxpdl_process_instances_start_key"`
