@@ -87,7 +87,7 @@ func TestRetentionDeletesOldFinishedInstancesOnSchedule(t *testing.T) {
 		h, clock, runs := retentionHarness(t, db, engine.Retention{MaxAge: 24 * time.Hour}) // hourly
 		old := h.finished("pkg", "auto")
 		parent := h.finished("pkg", "parent")
-		kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: parent})
+		kids, err := h.e.Store().ListProcessInstances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: parent})
 		require.NoError(t, err)
 		require.Len(t, kids, 1)
 		running := h.startProcess("pkg", "manual", nil)
@@ -265,7 +265,7 @@ func TestPurgeTwoNodes(t *testing.T) {
 		h.idle()
 		running := h.startProcess("pkg", "manual", nil)
 		h.idle()
-		finished, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{States: []string{string(wftype.ProcessCompleted)}})
+		finished, err := h.e.Store().ListProcessInstances(h.ctx, store.ListProcessInstancesParams{States: []string{string(wftype.ProcessCompleted)}})
 		require.NoError(t, err)
 		require.Len(t, finished, 2*n, "each parent and its subflow instance")
 
