@@ -28,6 +28,7 @@ var purgeTables = []string{
 	tableTimers,
 	tableSubscriptions,
 	tableIncidents,
+	tableLocks, // none is left by an instance that ended; kept in step all the same
 }
 
 // purgeChunk is the most ids one IN list of a purge carries.
