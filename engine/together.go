@@ -100,44 +100,60 @@ func (e *Engine) DeployTogether(ctx context.Context, srcs ...Source) ([]Deployme
 // reference as ExternalPackages (resolved by href, whether or not the
 // reference gives an Id), as one deployment (DeployTogether). A file
 // named twice, or named and also referenced, is deployed once. The
-// Deployments are those of paths, in their order, then those of the
-// referenced packages.
+// Deployments are one per path, in their order (a file named twice twice
+// over), then those of the referenced packages no path names.
 func (e *Engine) DeployFiles(ctx context.Context, paths ...string) ([]Deployment, error) {
 	var ms []member
-	seen := map[string]bool{}
-	add := func(pkg *xpdl.Package, file string) error {
+	at := map[string]int{} // absolute path -> index in ms
+	add := func(pkg *xpdl.Package, file string) (int, error) {
 		key, err := filepath.Abs(file)
 		if err != nil {
 			key = filepath.Clean(file)
 		}
-		if seen[key] {
-			return nil
+		if i, ok := at[key]; ok {
+			return i, nil
 		}
-		seen[key] = true
 		src, err := os.ReadFile(file)
 		if err != nil {
-			return fmt.Errorf("deploy %s: %w", file, err)
+			return 0, fmt.Errorf("deploy %s: %w", file, err)
 		}
+		at[key] = len(ms)
 		ms = append(ms, member{pkg: pkg, src: src, file: filepath.Base(file)})
-		return nil
+		return len(ms) - 1, nil
 	}
+	named := make([]int, len(paths))
 	var externals []*xpdl.Package
-	for _, p := range paths {
+	for i, p := range paths {
 		pkg, err := xpdl.Load(p, nil)
 		if err != nil {
 			return nil, err
 		}
-		if err := add(pkg, p); err != nil {
+		if named[i], err = add(pkg, p); err != nil {
 			return nil, err
 		}
 		externals = append(externals, referenced(pkg)...)
 	}
 	for _, ext := range externals {
-		if err := add(ext, ext.Source); err != nil {
+		if _, err := add(ext, ext.Source); err != nil {
 			return nil, err
 		}
 	}
-	return e.deployTogether(ctx, ms)
+	ds, err := e.deployTogether(ctx, ms)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Deployment, 0, len(ds))
+	isNamed := map[int]bool{}
+	for _, k := range named {
+		out = append(out, ds[k])
+		isNamed[k] = true
+	}
+	for k, d := range ds {
+		if !isNamed[k] {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 // referenced lists the packages pkg references as ExternalPackages that
