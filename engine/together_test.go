@@ -191,3 +191,25 @@ func TestDeployTogetherRefusesAnUnknownSubflow(t *testing.T) {
 		require.ErrorIs(t, err, xpdl.ErrInvalid, "nothing to deploy")
 	})
 }
+
+// A PackageRef naming an id that two files of the deployment share finds
+// the process in whichever of them has it (the validator agrees).
+func TestDeployTogetherPackageRefAcrossFilesSharingAnID(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db).start()
+		parent := togetherPackage("orders", "", xpdltest.Process("order", "", xpdltest.Activity("call",
+			`<Implementation><SubFlow Id="sub" PackageRef="shared" Execution="SYNCHR"/></Implementation>`, "", ""), ""))
+		ds, err := h.e.DeployTogether(h.ctx,
+			engine.Source{XPDL: []byte(parent)},
+			engine.Source{XPDL: []byte(togetherPackage("shared", "", leaf("other")))},
+			engine.Source{XPDL: []byte(togetherPackage("shared", "", leaf("sub")))})
+		require.NoError(t, err)
+		id, err := h.e.StartProcess(h.ctx, engine.StartOptions{DefinitionID: ds[0].ID})
+		require.NoError(t, err)
+		h.requireState(id, wftype.ProcessCompleted)
+		kids := children(h, id)
+		require.Len(t, kids, 1)
+		require.Equal(t, ds[2].ID, kids[0].DefinitionID)
+	})
+}
