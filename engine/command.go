@@ -140,7 +140,14 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 			if proc, err = MainProcess(dep.pkg); err != nil {
 				return err
 			}
-		} else if proc = dep.pkg.Process(opts.Process); proc == nil {
+		} else if proc = dep.pkg.Process(opts.Process); proc == nil && opts.DefinitionID == 0 {
+			// The latest version may be one of several files of the
+			// package deployed together; the process is in another.
+			if dep, proc, err = e.samePackageTogether(r.ctx, r.tx, dep, opts.Process); err != nil {
+				return err
+			}
+		}
+		if proc == nil {
 			return notFound("process", opts.Process+" in package "+dep.def.PackageID)
 		}
 		if len(proc.Activities) == 0 {

@@ -381,12 +381,22 @@ type InsertDefinitionParams struct {
 	Source []byte
 	// CreatedAt is the deployment time.
 	CreatedAt time.Time
+	// GroupID, when not 0, is the ID of the first definition of the
+	// deployment this one belongs to (Definition.GroupID); 0 makes the new
+	// definition the first of its own.
+	GroupID int64
+	// File is the base name of the file the package was read from; empty
+	// when there is none.
+	File string
 }
 
 // ListDefinitionsParams are the arguments of Tx.ListDefinitions.
 type ListDefinitionsParams struct {
 	// PackageID, when not empty, lists only the versions of that package.
 	PackageID string
+	// GroupID, when not 0, lists only the definitions deployed together
+	// in that group (Definition.GroupID), its first included.
+	GroupID int64
 }
 
 // UpdateProcessInstanceParams are the arguments of

@@ -48,6 +48,12 @@ type definitionModel struct {
 	Name      string    `gorm:"column:name;type:text;not null"`
 	Source    []byte    `gorm:"column:source"`
 	CreatedAt time.Time `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
+	// The deployment columns came after the first schema and are nullable
+	// (see the loop columns of activityInstanceModel). GroupID is NULL for
+	// the first definition of a deployment (alone or not): its group is
+	// its own id.
+	GroupID *int64  `gorm:"column:group_id;index:goxpdl_definitions_group"`
+	File    *string `gorm:"column:file;size:255"`
 }
 
 func (definitionModel) TableName() string { return tableDefinitions }
@@ -397,14 +403,20 @@ func copyInt64Ptr(p *int64) *int64 {
 }
 
 func (m *definitionModel) row() store.Definition {
-	return store.Definition{
+	d := store.Definition{
 		ID:        m.ID,
 		PackageID: m.PackageID,
 		Version:   m.Version,
 		Name:      m.Name,
 		Source:    rowBytes(m.Source),
 		CreatedAt: rowTime(m.CreatedAt),
+		GroupID:   m.ID,
+		File:      derefString(m.File),
 	}
+	if m.GroupID != nil {
+		d.GroupID = *m.GroupID
+	}
+	return d
 }
 
 func processInstanceFromRow(r store.ProcessInstance) processInstanceModel {
