@@ -145,9 +145,9 @@ type instanceDetail struct {
 	Variables  map[string]any        `json:"variables"`
 	WorkItems  []workItemRow         `json:"workitems"`
 	Timers     []timerRow            `json:"timers"`
-	Incidents  []engine.Incident     `json:"incidents"`
+	Incidents  []incidentRow         `json:"incidents"`
 	Children   []instanceRow         `json:"children"`
-	History    []engine.HistoryEntry `json:"history"`
+	History    []historyRow          `json:"history"`
 }
 
 // showInstance reads everything about one instance.
@@ -157,7 +157,7 @@ func showInstance(ctx context.Context, e *engine.Engine, id int64) (instanceDeta
 		return instanceDetail{}, err
 	}
 	d := instanceDetail{instanceRow: instanceRowOf(pi), Activities: []activityRow{}, WorkItems: []workItemRow{},
-		Timers: []timerRow{}, Incidents: []engine.Incident{}, Children: []instanceRow{}}
+		Timers: []timerRow{}, Incidents: []incidentRow{}, Children: []instanceRow{}}
 	acts, err := e.Activities(ctx, id)
 	if err != nil {
 		return instanceDetail{}, err
@@ -200,16 +200,43 @@ func showInstance(ctx context.Context, e *engine.Engine, id int64) (instanceDeta
 	return d, nil
 }
 
+// historyRow is one entry of an instance's history.
+type historyRow struct {
+	ID               int64          `json:"id"`
+	Subject          string         `json:"subject"`
+	ActivityInstance int64          `json:"activity_instance,omitempty"`
+	Activity         string         `json:"activity,omitempty"`
+	ActivityName     string         `json:"activity_name,omitempty"`
+	WorkItem         int64          `json:"workitem,omitempty"`
+	From             string         `json:"from,omitempty"`
+	To               string         `json:"to,omitempty"`
+	Actor            string         `json:"actor"`
+	At               time.Time      `json:"at"`
+	Diagnosis        string         `json:"diagnosis,omitempty"`
+	Reason           string         `json:"reason,omitempty"`
+	Data             map[string]any `json:"data,omitempty"`
+	Variable         string         `json:"variable,omitempty"`
+	Old              any            `json:"old,omitempty"`
+	New              any            `json:"new,omitempty"`
+	Detail           map[string]any `json:"detail,omitempty"`
+}
+
 // history reads the whole history of an instance, page by page.
-func history(ctx context.Context, e *engine.Engine, id int64) ([]engine.HistoryEntry, error) {
-	entries := []engine.HistoryEntry{}
+func history(ctx context.Context, e *engine.Engine, id int64) ([]historyRow, error) {
+	entries := []historyRow{}
 	f := engine.HistoryFilter{Instance: id, Limit: 1000}
 	for {
 		page, err := e.History(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, page.Entries...)
+		for _, h := range page.Entries {
+			entries = append(entries, historyRow{
+				ID: h.ID, Subject: h.Subject, ActivityInstance: h.ActivityInstance, Activity: h.Activity, ActivityName: h.ActivityName,
+				WorkItem: h.WorkItem, From: h.From, To: h.To, Actor: h.Actor, At: h.At, Diagnosis: h.Diagnosis, Reason: h.Reason,
+				Data: h.Data, Variable: h.Variable, Old: h.Old, New: h.New, Detail: h.Detail,
+			})
+		}
 		if page.Next == 0 {
 			return entries, nil
 		}
@@ -217,10 +244,30 @@ func history(ctx context.Context, e *engine.Engine, id int64) ([]engine.HistoryE
 	}
 }
 
+// incidentRow is an incident.
+type incidentRow struct {
+	ID               int64          `json:"id"`
+	Instance         int64          `json:"instance"`
+	Process          string         `json:"process,omitempty"`
+	ActivityInstance int64          `json:"activity_instance,omitempty"`
+	Activity         string         `json:"activity,omitempty"`
+	Cause            string         `json:"cause"`
+	Error            string         `json:"error"`
+	Application      string         `json:"application,omitempty"`
+	Params           map[string]any `json:"params,omitempty"`
+	Attempts         int            `json:"attempts"`
+	FirstFailure     time.Time      `json:"first_failure"`
+	LastFailure      time.Time      `json:"last_failure"`
+	State            string         `json:"state"`
+	ResolvedAt       *time.Time     `json:"resolved_at,omitempty"`
+	ResolvedBy       string         `json:"resolved_by,omitempty"`
+	Resolution       string         `json:"resolution,omitempty"`
+}
+
 // listIncidents reads the incidents of an instance (0: of all), of the
 // given causes (nil: all); open ones only unless all.
-func listIncidents(ctx context.Context, e *engine.Engine, instance int64, causes []engine.IncidentCause, all bool) ([]engine.Incident, error) {
-	out := []engine.Incident{}
+func listIncidents(ctx context.Context, e *engine.Engine, instance int64, causes []engine.IncidentCause, all bool) ([]incidentRow, error) {
+	out := []incidentRow{}
 	f := engine.IncidentFilter{Instance: instance, Causes: causes, Limit: 1000}
 	if all {
 		f.States = []engine.IncidentState{engine.IncidentOpen, engine.IncidentResolved}
@@ -230,7 +277,14 @@ func listIncidents(ctx context.Context, e *engine.Engine, instance int64, causes
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Incidents...)
+		for _, inc := range page.Incidents {
+			out = append(out, incidentRow{
+				ID: inc.ID, Instance: inc.Instance, Process: inc.Process, ActivityInstance: inc.ActivityInstance, Activity: inc.Activity,
+				Cause: string(inc.Cause), Error: inc.Error, Application: inc.Application, Params: inc.Params, Attempts: inc.Attempts,
+				FirstFailure: inc.FirstFailure, LastFailure: inc.LastFailure, State: string(inc.State), ResolvedAt: inc.ResolvedAt,
+				ResolvedBy: inc.ResolvedBy, Resolution: inc.Resolution,
+			})
+		}
 		if page.Next == 0 {
 			return out, nil
 		}
@@ -239,8 +293,16 @@ func listIncidents(ctx context.Context, e *engine.Engine, instance int64, causes
 }
 
 // incidentCounts counts the open incidents by cause.
-func incidentCounts(ctx context.Context, e *engine.Engine) (map[engine.IncidentCause]int64, error) {
-	return e.IncidentCounts(ctx)
+func incidentCounts(ctx context.Context, e *engine.Engine) (map[string]int64, error) {
+	counts, err := e.IncidentCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(counts))
+	for c, n := range counts {
+		out[string(c)] = n
+	}
+	return out, nil
 }
 
 // listWorkItems lists the open work items: user's worklist (those offered

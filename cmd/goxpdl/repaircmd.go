@@ -240,8 +240,8 @@ func runIncidents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, c := range incidentCauses {
-		if counts[c] > 0 {
-			_, _ = fmt.Fprintf(w, "%s\t%d\n", c, counts[c])
+		if n := counts[string(c)]; n > 0 {
+			_, _ = fmt.Fprintf(w, "%s\t%d\n", c, n)
 		}
 	}
 	_ = w.Flush()
@@ -315,7 +315,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // formatHistory is one line per entry: time, subject, change, actor,
 // reason.
-func formatHistory(entries []engine.HistoryEntry) string {
+func formatHistory(entries []historyRow) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprintln(w, "AT\tSUBJECT\tCHANGE\tACTOR\tREASON")
