@@ -141,13 +141,13 @@ type timerRow struct {
 // instanceDetail is what "instances show" prints.
 type instanceDetail struct {
 	instanceRow
-	Activities []activityRow         `json:"activities"`
-	Variables  map[string]any        `json:"variables"`
-	WorkItems  []workItemRow         `json:"workitems"`
-	Timers     []timerRow            `json:"timers"`
-	Incidents  []incidentRow         `json:"incidents"`
-	Children   []instanceRow         `json:"children"`
-	History    []historyRow          `json:"history"`
+	Activities []activityRow  `json:"activities"`
+	Variables  map[string]any `json:"variables"`
+	WorkItems  []workItemRow  `json:"workitems"`
+	Timers     []timerRow     `json:"timers"`
+	Incidents  []incidentRow  `json:"incidents"`
+	Children   []instanceRow  `json:"children"`
+	History    []historyRow   `json:"history"`
 }
 
 // showInstance reads everything about one instance.
