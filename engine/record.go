@@ -53,7 +53,10 @@ const (
 	RecordProcessLocked     = "process.locked"
 	// An operator moved the instance (MoveInstance, Jump, Rollback,
 	// Withdraw): Detail lists what was cancelled and started, User who.
-	RecordProcessMoved      = "process.moved"
+	RecordProcessMoved = "process.moved"
+	// An operator migrated the instance to another version of its
+	// definition (Migrate): Detail says from which to which.
+	RecordProcessMigrated   = "process.migrated"
 	RecordActivityStarted   = "activity.started"
 	RecordActivityCompleted = "activity.completed"
 	RecordActivityAbnormal  = "activity.abnormal"

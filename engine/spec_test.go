@@ -239,6 +239,9 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 		s.settle()
 		return s.calls(out)
 	default:
+		if ok, err := s.operate(d, out); ok {
+			return err
+		}
 		return fmt.Errorf("unknown command %q", d.Cmd)
 	}
 }
