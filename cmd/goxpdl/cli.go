@@ -89,10 +89,16 @@ func (o *opFlags) op() engine.Op { return engine.Op{Actor: o.actor, Reason: o.re
 type cmdSpec struct {
 	name         string // "suspend", "workitems claim"
 	usage, short string
-	// args is the number of positional arguments wanted; -1: one or
-	// more.
+	// args is the number of positional arguments wanted; anyArgs or
+	// oneOrMore.
 	args int
 }
+
+// Positional argument counts of cmdSpec.args besides exact numbers.
+const (
+	oneOrMore = -1
+	anyArgs   = -2
+)
 
 // parseOp parses args into fs (whose flags include opFlags), allowing
 // flags before and after the positional arguments, and checks the shared
@@ -112,7 +118,7 @@ func parseOp(fs *flag.FlagSet, spec cmdSpec, o *opFlags, args []string, stdout, 
 	case spec.args >= 0 && len(pos) != spec.args:
 		printErr(stderr, "goxpdl %s: want %d argument%s, got %d\n%s", spec.name, spec.args, plural(spec.args), len(pos), spec.short)
 		return nil, exitUsage, false
-	case spec.args < 0 && len(pos) == 0:
+	case spec.args == oneOrMore && len(pos) == 0:
 		printErr(stderr, "goxpdl %s: no arguments given\n%s", spec.name, spec.short)
 		return nil, exitUsage, false
 	case o.db == "":
@@ -268,7 +274,7 @@ func refused(err error) bool {
 		engine.ErrNotFound, engine.ErrIllegalState, engine.ErrInstanceFinished, engine.ErrUnknownVariable,
 		engine.ErrWrongType, engine.ErrConflict, engine.ErrCannotSkip, engine.ErrWrongInstance, engine.ErrCannotMove,
 		engine.ErrNotAllowed, engine.ErrCompletedDifferently, engine.ErrKeyReused, engine.ErrEmptyProcess,
-		engine.ErrConfig, engine.ErrBadTimer, xpdl.ErrInvalid,
+		engine.ErrConfig, engine.ErrBadTimer, engine.ErrCannotMigrate, xpdl.ErrInvalid,
 	} {
 		if errors.Is(err, target) {
 			return true

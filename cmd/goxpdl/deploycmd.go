@@ -43,7 +43,7 @@ func runDeploy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var o opFlags
 	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
 	o.register(fs)
-	files, code, ok := parseOp(fs, cmdSpec{name: "deploy", usage: deployUsage, short: deployShortUsage, args: -1}, &o, args, stdout, stderr)
+	files, code, ok := parseOp(fs, cmdSpec{name: "deploy", usage: deployUsage, short: deployShortUsage, args: oneOrMore}, &o, args, stdout, stderr)
 	if !ok {
 		return code
 	}

@@ -7,11 +7,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 )
 
@@ -25,25 +27,58 @@ type definitionRow struct {
 	Instances map[string]int64 `json:"instances"`
 }
 
-// listDefinitions lists the deployed versions, oldest first, with their
-// instance counts.
+// listDefinitions lists the deployed versions, by package and version,
+// with their instance counts.
 func listDefinitions(ctx context.Context, e *engine.Engine) ([]definitionRow, error) {
-	deps, err := e.Deployments(ctx)
+	versions, err := e.Versions(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	counts, err := e.Store().CountProcessInstancesByDefinition(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]definitionRow, len(deps))
-	for i, d := range deps {
-		rows[i] = definitionRow{ID: d.ID, Package: d.PackageID, Version: d.Version, Processes: d.Processes, Instances: counts[d.ID]}
-		if rows[i].Instances == nil {
-			rows[i].Instances = map[string]int64{}
+	rows := make([]definitionRow, len(versions))
+	for i, v := range versions {
+		rows[i] = definitionRow{ID: v.ID, Package: v.PackageID, Version: v.Version, Processes: v.Processes, Instances: map[string]int64{}}
+		for s, n := range v.Instances {
+			rows[i].Instances[string(s)] = n
 		}
 	}
 	return rows, nil
+}
+
+// versionOf finds the deployment of version version of package pkg.
+func versionOf(ctx context.Context, e *engine.Engine, pkg string, version int) (engine.Deployment, error) {
+	versions, err := e.Versions(ctx, pkg)
+	if err != nil {
+		return engine.Deployment{}, err
+	}
+	for _, v := range versions {
+		if v.Version == version {
+			return v.Deployment, nil
+		}
+	}
+	return engine.Deployment{}, &engine.NotFoundError{What: "version", ID: fmt.Sprintf("%d of package %s", version, pkg)}
+}
+
+// migratableStates are the states Engine.Migrate accepts.
+var migratableStates = []string{string(wftype.ProcessRunning), string(wftype.ProcessSuspended), string(wftype.ProcessLocking)}
+
+// openInstancesOf lists the instances of a deployment that a migration
+// may move: Running, Suspended or Locking.
+func openInstancesOf(ctx context.Context, e *engine.Engine, definition int64) ([]int64, error) {
+	params := store.ListProcessInstancesParams{DefinitionID: definition, States: migratableStates, Limit: 1000}
+	var ids []int64
+	for {
+		list, err := e.Instances(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		for _, pi := range list {
+			ids = append(ids, pi.ID)
+		}
+		if len(list) < params.Limit {
+			return ids, nil
+		}
+		params.AfterID = list[len(list)-1].ID
+	}
 }
 
 // instanceFilter selects the instances "instances" lists.

@@ -38,6 +38,7 @@ var commands = append([]command{
 }, append(instanceCommands(repairs), []command{
 	{name: "vars", summary: varsCommand.summary, usage: varsCommand.usage(), runFunc: runVars},
 	{name: "history", summary: "print the audit trail of an instance", usage: historyUsage, runFunc: runHistory},
+	{name: "migrate", summary: "move running instances to another version of their package", usage: migrateUsage, runFunc: runMigrate},
 	{name: "workitems", summary: "list work items; claim, complete, reassign, withdraw one", usage: workitemsUsage, runFunc: runWorkitems},
 	{name: "recover", summary: "recover a database after a crash and run its pending work", usage: recoverUsage, runFunc: runRecover},
 	{name: "bench", summary: "measure the engine's throughput on a database", usage: benchUsage, runFunc: runBench},
