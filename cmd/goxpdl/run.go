@@ -112,9 +112,9 @@ Commands:
 
 `)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "\t%-11s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "\t%-12s %s\n", c.name, c.summary)
 	}
-	b.WriteString(`	help        show this text, or the usage of one command
+	b.WriteString(`	help         show this text, or the usage of one command
 
 Run "goxpdl help <command>" for the flags and exit codes of a command.
 `)
