@@ -209,3 +209,39 @@ func TestMigrateRacesACompletion(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// deadlinePackage is Approve (manual, with the deadlines given) -> Done,
+// and Escalated on the exception late.
+func deadlinePackage(deadlines string) string {
+	return replaceOnce(xpdltest.PackageWith("", `<WorkflowProcess Id="p"><Activities>
+    <Activity Id="Approve"><Implementation><No/></Implementation><Performer>clerk</Performer>`+deadlines+`</Activity>
+    <Activity Id="Done"><Route/></Activity>
+    <Activity Id="Escalated"><Route/></Activity>
+  </Activities><Transitions>
+    <Transition Id="t1" From="Approve" To="Done"/>
+    <Transition Id="t2" From="Approve" To="Escalated"><Condition Type="EXCEPTION">late</Condition></Transition>
+  </Transitions></WorkflowProcess>`), `Id="pkg"`, `Id="deadlinemig"`)
+}
+
+func TestMigrateRefusesToDropAPendingDeadline(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db).start()
+		late := `<Deadline Execution="SYNCHR"><DeadlineCondition>PT1H</DeadlineCondition><ExceptionName>late</ExceptionName></Deadline>`
+		h.deploy(deadlinePackage(late))
+		id := h.startProcess("deadlinemig", "p", nil)
+		h.idle()
+		item := h.openItem(id)
+		none := h.deploy(deadlinePackage(""))
+		err := h.e.Migrate(h.ctx, id, engine.Migration{To: none.ID}, engine.Op{})
+		var me *engine.MigrationError
+		require.ErrorAs(t, err, &me)
+		require.Equal(t, []string{"activity instance " + itoa(item.ActivityInstanceID) + " (Approve) has pending deadlines; Approve of version 2 has 0 deadlines, not 1"}, me.Problems)
+
+		same := h.deploy(deadlinePackage(late))
+		require.NoError(t, h.e.Migrate(h.ctx, id, engine.Migration{To: same.ID}, engine.Op{}))
+		timers, err := h.e.Timers(h.ctx, id)
+		require.NoError(t, err)
+		require.Len(t, timers, 1, "the deadline stays armed")
+	})
+}
