@@ -176,7 +176,6 @@ type session struct {
 	closeDB func()
 	stderr  io.Writer
 	stopSig func()
-	ctx     context.Context
 }
 
 // openSession opens the database and an engine on it. With --wait the
@@ -185,7 +184,10 @@ type session struct {
 // command only commits, and the events it writes are claimed for an
 // instant only, so that the nodes running on the database take them at
 // their next poll.
-func openSession(name string, o *opFlags, stderr io.Writer) (*session, int) {
+//
+// The returned context ends on SIGINT or SIGTERM; close stops the engine
+// and the signal handling.
+func openSession(name string, o *opFlags, stderr io.Writer) (context.Context, *session, int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var directory resource.Directory = resource.Anyone{}
 	if o.org != "" {
@@ -193,7 +195,7 @@ func openSession(name string, o *opFlags, stderr io.Writer) (*session, int) {
 		if err != nil {
 			stop()
 			printErr(stderr, "goxpdl %s: %v\n", name, err)
-			return nil, exitUsage
+			return nil, nil, exitUsage
 		}
 		directory = org
 	}
@@ -201,7 +203,7 @@ func openSession(name string, o *opFlags, stderr io.Writer) (*session, int) {
 	if err != nil {
 		stop()
 		printErr(stderr, "goxpdl %s: %v\n", name, err)
-		return nil, exitUsage
+		return nil, nil, exitUsage
 	}
 	cfg := engine.Config{
 		DB: db, Directory: directory, NoOpUnboundApplications: o.apps == "noop",
@@ -217,26 +219,26 @@ func openSession(name string, o *opFlags, stderr io.Writer) (*session, int) {
 		closeDB()
 		stop()
 		printErr(stderr, "goxpdl %s: %v (is %s an engine database?)\n", name, err, describeDB(o.db))
-		return nil, exitUsage
+		return nil, nil, exitUsage
 	}
-	s := &session{e: e, name: name, wait: o.wait, closeDB: closeDB, stderr: stderr, stopSig: stop, ctx: ctx}
+	s := &session{e: e, name: name, wait: o.wait, closeDB: closeDB, stderr: stderr, stopSig: stop}
 	if o.wait {
 		if err := e.Start(ctx); err != nil {
 			s.close()
 			printErr(stderr, "goxpdl %s: %v\n", name, err)
-			return nil, exitUsage
+			return nil, nil, exitUsage
 		}
 	}
-	return s, exitOK
+	return ctx, s, exitOK
 }
 
 // settle runs, with --wait, the work the command caused until nothing is
 // left to do now; without it, it does nothing.
-func (s *session) settle() int {
+func (s *session) settle(ctx context.Context) int {
 	if !s.wait {
 		return exitOK
 	}
-	if err := s.e.WaitQuiet(s.ctx); err != nil {
+	if err := s.e.WaitQuiet(ctx); err != nil {
 		printErr(s.stderr, "goxpdl %s: %v\n", s.name, err)
 		return exitUsage
 	}

@@ -56,19 +56,19 @@ func (c instanceCommand) run(args []string, _ io.Reader, stdout, stderr io.Write
 		printErr(stderr, "goxpdl %s: %v\n%s", c.name, err, c.short())
 		return exitUsage
 	}
-	s, code := openSession(c.name, &o, stderr)
+	ctx, s, code := openSession(c.name, &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	if err := apply(s.ctx, s.e, id, pos[1:], o.op()); err != nil {
+	if err := apply(ctx, s.e, id, pos[1:], o.op()); err != nil {
 		if _, ok := err.(usageError); ok {
 			printErr(stderr, "goxpdl %s: %v\n%s", c.name, err, c.short())
 			return exitUsage
 		}
 		return s.refusal(explain(err, id, 0))
 	}
-	return s.printInstance(stdout, &o, c.name, id)
+	return s.printInstance(ctx, stdout, &o, c.name, id)
 }
 
 // usageError is a bad argument found after the flags were parsed.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,7 +75,7 @@ func runDeploy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl deploy: nothing deployed\n")
 		return exitRefused
 	}
-	s, code := openSession("deploy", &o, stderr)
+	ctx, s, code := openSession("deploy", &o, stderr)
 	if s == nil {
 		return code
 	}
@@ -82,7 +83,7 @@ func runDeploy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	rows := []deployRow{}
 	var b strings.Builder
 	for _, file := range files {
-		dep, err := s.e.DeployFile(s.ctx, file)
+		dep, err := s.e.DeployFile(ctx, file)
 		if err != nil {
 			return s.refusal(fmt.Errorf("%s: %w", file, err))
 		}
@@ -90,7 +91,7 @@ func runDeploy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(&b, "deployed %s: definition %d, package %s version %d, processes %s\n",
 			file, dep.ID, dep.PackageID, dep.Version, strings.Join(dep.Processes, ", "))
 	}
-	return printResult(stdout, stderr, o.json, map[string]any{"deployments": rows}, b.String(), s.settle())
+	return printResult(stdout, stderr, o.json, map[string]any{"deployments": rows}, b.String(), s.settle(ctx))
 }
 
 const definitionsUsage = `Usage: goxpdl definitions --db DSN [--json]
@@ -114,12 +115,12 @@ func runDefinitions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if _, code, ok := parseOp(fs, cmdSpec{name: "definitions", usage: definitionsUsage, short: definitionsShortUsage, args: 0}, &o, args, stdout, stderr); !ok {
 		return code
 	}
-	s, code := openSession("definitions", &o, stderr)
+	ctx, s, code := openSession("definitions", &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	rows, err := listDefinitions(s.ctx, s.e)
+	rows, err := listDefinitions(ctx, s.e)
 	if err != nil {
 		return s.refusal(err)
 	}
@@ -183,16 +184,16 @@ func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl start: %q names no package\n%s", pos[0], startShortUsage)
 		return exitUsage
 	}
-	s, code := openSession("start", &o, stderr)
+	ctx, s, code := openSession("start", &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	id, err := s.e.StartProcess(s.ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor})
+	id, err := s.e.StartProcess(ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor})
 	if err != nil {
 		return s.refusal(err)
 	}
-	return s.printInstance(stdout, &o, "start", id)
+	return s.printInstance(ctx, stdout, &o, "start", id)
 }
 
 // commandResult is what a command on one instance prints with --json.
@@ -203,9 +204,9 @@ type commandResult struct {
 
 // printInstance settles the command's work (--wait) and prints the
 // instance as it stands then.
-func (s *session) printInstance(stdout io.Writer, o *opFlags, command string, id int64) int {
-	code := s.settle()
-	row, err := instanceState(s.ctx, s.e, id)
+func (s *session) printInstance(ctx context.Context, stdout io.Writer, o *opFlags, command string, id int64) int {
+	code := s.settle(ctx)
+	row, err := instanceState(ctx, s.e, id)
 	if err != nil {
 		return s.refusal(err)
 	}

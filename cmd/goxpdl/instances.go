@@ -240,12 +240,12 @@ func showInstanceCmd(arg, dsn string, asJSON bool, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	o := opFlags{db: dsn, apps: "noop"}
-	s, code := openSession("instances show", &o, stderr)
+	ctx, s, code := openSession("instances show", &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	d, err := showInstance(s.ctx, s.e, id)
+	d, err := showInstance(ctx, s.e, id)
 	if err != nil {
 		return s.refusal(err)
 	}

@@ -83,21 +83,21 @@ func runMigrate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		ids = append(ids, id)
 	}
-	s, code := openSession("migrate", &o, stderr)
+	ctx, s, code := openSession("migrate", &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	src, err := versionOf(s.ctx, s.e, pkg, fromVersion)
+	src, err := versionOf(ctx, s.e, pkg, fromVersion)
 	if err != nil {
 		return s.refusal(err)
 	}
-	dst, err := versionOf(s.ctx, s.e, pkg, *to)
+	dst, err := versionOf(ctx, s.e, pkg, *to)
 	if err != nil {
 		return s.refusal(err)
 	}
 	if ids == nil {
-		if ids, err = openInstancesOf(s.ctx, s.e, src.ID); err != nil {
+		if ids, err = openInstancesOf(ctx, s.e, src.ID); err != nil {
 			return s.refusal(err)
 		}
 	}
@@ -107,12 +107,12 @@ func runMigrate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	code = exitOK
 	for _, id := range ids {
 		row := migrateRow{Instance: id}
-		plan, err := s.e.PlanMigration(s.ctx, id, m)
+		plan, err := s.e.PlanMigration(ctx, id, m)
 		if err == nil && plan.From != src.ID {
 			err = fmt.Errorf("%w: instance %d runs definition %d, not %s version %d", engine.ErrNotFound, id, plan.From, pkg, fromVersion)
 		}
 		if err == nil && !*dryRun {
-			err = s.e.Migrate(s.ctx, id, m, o.op())
+			err = s.e.Migrate(ctx, id, m, o.op())
 		}
 		if err != nil {
 			row.Error = describeErr(explain(err, id, 0))
@@ -147,7 +147,7 @@ func runMigrate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(ids) == 0 {
 		fmt.Fprintf(&b, "no running instance of %s version %d\n", pkg, fromVersion)
 	}
-	if c := s.settle(); c != exitOK {
+	if c := s.settle(ctx); c != exitOK {
 		code = c
 	}
 	return printResult(stdout, stderr, o.json, map[string]any{"from": src.ID, "to": dst.ID, "dry_run": *dryRun, "instances": rows}, b.String(), code)

@@ -137,16 +137,16 @@ func runVars(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl vars: %v\n%s", err, c.short())
 		return exitUsage
 	}
-	s, code := openSession(c.name, &o, stderr)
+	ctx, s, code := openSession(c.name, &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	if err := apply(s.ctx, s.e, id, nil, o.op()); err != nil {
+	if err := apply(ctx, s.e, id, nil, o.op()); err != nil {
 		return s.refusal(explain(err, id, 0))
 	}
-	code = s.settle()
-	vars, err := variables(s.ctx, s.e, id)
+	code = s.settle(ctx)
+	vars, err := variables(ctx, s.e, id)
 	if err != nil {
 		return s.refusal(err)
 	}
@@ -224,16 +224,16 @@ func runIncidents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		want = append(want, engine.IncidentCause(c))
 	}
-	s, code := openSession("incidents", &o, stderr)
+	ctx, s, code := openSession("incidents", &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	list, err := listIncidents(s.ctx, s.e, instance, want, all)
+	list, err := listIncidents(ctx, s.e, instance, want, all)
 	if err != nil {
 		return s.refusal(err)
 	}
-	counts, err := incidentCounts(s.ctx, s.e)
+	counts, err := incidentCounts(ctx, s.e)
 	if err != nil {
 		return s.refusal(err)
 	}
@@ -301,12 +301,12 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl history: %v\n%s", err, historyShortUsage)
 		return exitUsage
 	}
-	s, code := openSession("history", &o, stderr)
+	ctx, s, code := openSession("history", &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	entries, err := history(s.ctx, s.e, id)
+	entries, err := history(ctx, s.e, id)
 	if err != nil {
 		return s.refusal(err)
 	}

@@ -96,20 +96,20 @@ func runWorkitems(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	s, code := openSession(name, &o, stderr)
+	ctx, s, code := openSession(name, &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	wi, err := workItem(s.ctx, s.e, id)
+	wi, err := workItem(ctx, s.e, id)
 	if err == nil {
-		err = applyWorkitem(s.ctx, s.e, sub, wi, *user, sets, principals, o.op())
+		err = applyWorkitem(ctx, s.e, sub, wi, *user, sets, principals, o.op())
 	}
 	if err != nil {
 		return s.refusal(err)
 	}
-	code = s.settle()
-	after, err := workItem(s.ctx, s.e, id)
+	code = s.settle(ctx)
+	after, err := workItem(ctx, s.e, id)
 	if err != nil {
 		return s.refusal(err)
 	}
@@ -206,12 +206,12 @@ func textOutputs(ctx context.Context, e *engine.Engine, instance int64, sets pai
 }
 
 func listWorkitems(o *opFlags, user string, stdout, stderr io.Writer) int {
-	s, code := openSession("workitems", o, stderr)
+	ctx, s, code := openSession("workitems", o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	rows, err := listWorkItems(s.ctx, s.e, user)
+	rows, err := listWorkItems(ctx, s.e, user)
 	if err != nil {
 		return s.refusal(err)
 	}
