@@ -50,6 +50,12 @@ const opUsage = `	--db DSN          the engine's database (required):
 	                  may take work items; default: anyone
 `
 
+// readUsage documents the flags of the commands that only read.
+const readUsage = `	--db DSN          the engine's database (required):
+	                  ` + dbUsage + `
+	--json            print the result as one JSON object
+`
+
 // opExitStatus is the exit-status paragraph of the operator commands.
 const opExitStatus = `Exit status: 0 done; 1 refused by the engine (the reason is one line on
 standard error: an unknown id, an instance or activity in the wrong
@@ -72,6 +78,14 @@ func (o *opFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.wait, "wait", false, "run the work until idle")
 	fs.StringVar(&o.apps, "applications", "noop", "noop|fail")
 	fs.StringVar(&o.org, "org", "", "organisation file")
+}
+
+// registerRead adds the flags of a command that only reads: --db and
+// --json.
+func (o *opFlags) registerRead(fs *flag.FlagSet) {
+	fs.StringVar(&o.db, "db", "", "database")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+	o.apps = "noop"
 }
 
 // defaultActor is $USER, or "cli".

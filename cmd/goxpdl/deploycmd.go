@@ -103,15 +103,16 @@ state.
 
 Flags:
 
-` + opUsage + `
-` + opExitStatus
+` + readUsage + `
+Exit status: 0 done; 2 usage error, or the database cannot be used.
+`
 
 const definitionsShortUsage = "usage: goxpdl definitions --db DSN [--json]\n"
 
 func runDefinitions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var o opFlags
 	fs := flag.NewFlagSet("definitions", flag.ContinueOnError)
-	o.register(fs)
+	o.registerRead(fs)
 	if _, code, ok := parseOp(fs, cmdSpec{name: "definitions", usage: definitionsUsage, short: definitionsShortUsage, args: 0}, &o, args, stdout, stderr); !ok {
 		return code
 	}

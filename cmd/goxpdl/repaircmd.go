@@ -193,8 +193,9 @@ Flags:
 	                  locking, other
 	--instance ID     only the incidents of this instance
 	--all             resolved incidents too
-` + opUsage + `
-` + opExitStatus
+` + readUsage + `
+Exit status: 0 done; 2 usage error, or the database cannot be used.
+`
 
 const incidentsShortUsage = "usage: goxpdl incidents --db DSN [--cause C]... [--instance ID] [--all] [--json]\n"
 
@@ -209,7 +210,7 @@ func runIncidents(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var instance int64
 	var all bool
 	fs := flag.NewFlagSet("incidents", flag.ContinueOnError)
-	o.register(fs)
+	o.registerRead(fs)
 	fs.Var(&causes, "cause", "cause")
 	fs.Int64Var(&instance, "instance", 0, "instance")
 	fs.BoolVar(&all, "all", false, "resolved too")
@@ -283,15 +284,17 @@ an operator changed, with who did it, why (--reason) and when.
 
 Flags (before or after the argument):
 
-` + opUsage + `
-` + opExitStatus
+` + readUsage + `
+Exit status: 0 done; 1 no such instance; 2 usage error, or the database
+cannot be used.
+`
 
 const historyShortUsage = "usage: goxpdl history --db DSN [--json] ID\n"
 
 func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var o opFlags
 	fs := flag.NewFlagSet("history", flag.ContinueOnError)
-	o.register(fs)
+	o.registerRead(fs)
 	pos, code, ok := parseOp(fs, cmdSpec{name: "history", usage: historyUsage, short: historyShortUsage, args: 1}, &o, args, stdout, stderr)
 	if !ok {
 		return code
