@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"slices"
@@ -62,7 +63,7 @@ func (c instanceCommand) run(args []string, _ io.Reader, stdout, stderr io.Write
 	}
 	defer s.close()
 	if err := apply(ctx, s.e, id, pos[1:], o.op()); err != nil {
-		if _, ok := err.(usageError); ok {
+		if _, ok := errors.AsType[usageError](err); ok {
 			printErr(stderr, "goxpdl %s: %v\n%s", c.name, err, c.short())
 			return exitUsage
 		}
