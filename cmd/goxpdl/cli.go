@@ -18,6 +18,7 @@ import (
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
@@ -338,6 +339,16 @@ func explain(err error, instance, activity int64) error {
 		subject, state = fmt.Sprintf("process instance %d", instance), se.State+" (finished)"
 	}
 	return &stateRefusal{msg: fmt.Sprintf("%s is %s: %s refused", subject, state, se.Command), err: err}
+}
+
+// explainWorkItem words err, when a work item refused a command in its
+// state, with the item's id: "work item 4 is Allocated: allocate refused".
+func explainWorkItem(err error, item int64) error {
+	te, ok := errors.AsType[*workitem.TransitionError](err)
+	if !ok {
+		return err
+	}
+	return &stateRefusal{msg: fmt.Sprintf("work item %d is %s: %s refused", item, te.State, te.Command), err: err}
 }
 
 // printResult prints v as indented JSON with --json, or text otherwise.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -54,29 +55,31 @@ Flags (before or after the arguments):
 const workitemsShortUsage = "usage: goxpdl workitems [claim|complete|reassign|withdraw] --db DSN [--user U] [--json] [ID]\n"
 
 func runWorkitems(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	sub := ""
-	if len(args) > 0 {
-		switch args[0] {
-		case "claim", "complete", "reassign", "withdraw":
-			sub, args = args[0], args[1:]
-		}
-	}
-	name := strings.TrimSpace("workitems " + sub)
 	var o opFlags
 	sets := pairFlags{}
 	var to listFlags
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := flag.NewFlagSet("workitems", flag.ContinueOnError)
 	o.register(fs)
 	user := fs.String("user", "", "user")
 	fs.Var(sets, "set", "NAME=VALUE")
 	fs.Var(&to, "to", "KIND:ID")
-	nargs := 1
-	if sub == "" {
-		nargs = 0
-	}
-	pos, code, ok := parseOp(fs, cmdSpec{name: name, usage: workitemsUsage, short: workitemsShortUsage, args: nargs}, &o, args, stdout, stderr)
+	pos, code, ok := parseOp(fs, cmdSpec{name: "workitems", usage: workitemsUsage, short: workitemsShortUsage, args: anyArgs}, &o, args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	// The subcommand is the first argument, wherever the flags are.
+	sub := ""
+	if len(pos) > 0 && slices.Contains([]string{"claim", "complete", "reassign", "withdraw"}, pos[0]) {
+		sub, pos = pos[0], pos[1:]
+	}
+	name := strings.TrimSpace("workitems " + sub)
+	switch {
+	case sub == "" && len(pos) > 0:
+		printErr(stderr, "goxpdl workitems: unknown subcommand %q: want claim, complete, reassign or withdraw\n%s", pos[0], workitemsShortUsage)
+		return exitUsage
+	case sub != "" && len(pos) != 1:
+		printErr(stderr, "goxpdl %s: want 1 argument (the work item id), got %d\n%s", name, len(pos), workitemsShortUsage)
+		return exitUsage
 	}
 	if sub == "" {
 		return listWorkitems(&o, *user, stdout, stderr)
@@ -103,7 +106,7 @@ func runWorkitems(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer s.close()
 	wi, err := workItem(ctx, s.e, id)
 	if err == nil {
-		err = applyWorkitem(ctx, s.e, sub, wi, *user, sets, principals, o.op())
+		err = explainWorkItem(applyWorkitem(ctx, s.e, sub, wi, *user, sets, principals, o.op()), id)
 	}
 	if err != nil {
 		return s.refusal(err)
