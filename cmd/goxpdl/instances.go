@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 )
@@ -126,28 +125,6 @@ func runInstances(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return writeOut(stdout, stderr, string(out)+"\n", exitOK)
 	}
 	return writeOut(stdout, stderr, formatInstances(rep), exitOK)
-}
-
-// readInstances counts the instances by state and lists up to f.limit of
-// them (in f.state, of f.process, when not empty).
-func readInstances(ctx context.Context, st store.Store, f instanceFilter) (instancesReport, error) {
-	counts, err := st.CountProcessInstancesByState(ctx)
-	if err != nil {
-		return instancesReport{}, err
-	}
-	rep := instancesReport{Counts: make(map[string]int64, len(wftype.ProcessStates)), Instances: []instanceRow{}}
-	for _, s := range wftype.ProcessStates {
-		rep.Counts[string(s)] = counts[string(s)]
-		rep.Total += counts[string(s)]
-	}
-	if f.limit == 0 {
-		return rep, nil
-	}
-	rep.Instances, err = listInstances(ctx, st, f)
-	if err != nil {
-		return instancesReport{}, err
-	}
-	return rep, nil
 }
 
 // formatInstances is the text form: the counts, then the list.

@@ -81,6 +81,28 @@ func openInstancesOf(ctx context.Context, e *engine.Engine, definition int64) ([
 	}
 }
 
+// readInstances counts the instances by state and lists up to f.limit of
+// them (in f.state, of f.process, when not empty).
+func readInstances(ctx context.Context, st store.Store, f instanceFilter) (instancesReport, error) {
+	counts, err := st.CountProcessInstancesByState(ctx)
+	if err != nil {
+		return instancesReport{}, err
+	}
+	rep := instancesReport{Counts: make(map[string]int64, len(wftype.ProcessStates)), Instances: []instanceRow{}}
+	for _, s := range wftype.ProcessStates {
+		rep.Counts[string(s)] = counts[string(s)]
+		rep.Total += counts[string(s)]
+	}
+	if f.limit == 0 {
+		return rep, nil
+	}
+	rep.Instances, err = listInstances(ctx, st, f)
+	if err != nil {
+		return instancesReport{}, err
+	}
+	return rep, nil
+}
+
 // instanceFilter selects the instances "instances" lists.
 type instanceFilter struct {
 	state, process string

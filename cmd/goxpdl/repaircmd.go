@@ -114,7 +114,7 @@ conditions see the new values when the instance next routes.
 		fs.Var(sets, "set", "NAME=VALUE")
 		return func(ctx context.Context, e *engine.Engine, id int64, _ []string, op engine.Op) error {
 			if len(sets) == 0 {
-				_, err := e.Instance(ctx, id)
+				_, err := instanceState(ctx, e, id)
 				return err
 			}
 			return e.SetVariables(ctx, id, engine.Values{TextVariables: sets}, op)
