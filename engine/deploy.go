@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -22,6 +22,13 @@ type Deployment struct {
 	Version int
 	// Processes lists the package's WorkflowProcess ids.
 	Processes []string
+	// Group is the ID of the first package of the deployment this one was
+	// stored with (DeployTogether, DeployFiles); ID itself for the first,
+	// and for a package deployed alone.
+	Group int64
+	// File is the base name of the file the package was read from; empty
+	// when it was deployed from bytes.
+	File string
 }
 
 // deployment is a parsed definition, shared by all instances of its
@@ -42,6 +49,9 @@ type deployment struct {
 	// deadBranch is the package's DeadBranch extended attribute ("" when
 	// it has none; Config.DeadBranch applies then).
 	deadBranch DeadBranchMode
+	// together are the packages deployed with this one, itself among
+	// them, in deployment order (togetherWith); nil until known.
+	together atomic.Pointer[[]*deployment]
 }
 
 func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
@@ -62,7 +72,7 @@ func newDeployment(def store.Definition, pkg *xpdl.Package) *deployment {
 }
 
 func (d *deployment) public() Deployment {
-	out := Deployment{ID: d.def.ID, PackageID: d.def.PackageID, Version: d.def.Version}
+	out := Deployment{ID: d.def.ID, PackageID: d.def.PackageID, Version: d.def.Version, Group: d.def.GroupID, File: d.def.File}
 	for _, p := range d.pkg.Processes {
 		if !p.IsGenerated() { // the rewrite's subprocesses are the engine's business
 			out.Processes = append(out.Processes, p.ID)
@@ -73,121 +83,47 @@ func (d *deployment) public() Deployment {
 
 // Deploy reads, validates and stores an XPDL package. A package that does
 // not validate is refused with the validator's problems (an
-// *xpdl.ValidationError matching xpdl.ErrInvalid) and nothing is stored.
-// Deploying a package id again makes a new version; instances already
-// running keep the version they started with. References to processes of
-// other packages (ExternalPackages, SubFlow PackageRef) resolve against
-// the latest deployed version of those packages.
+// *xpdl.ValidationError matching xpdl.ErrInvalid) and nothing is stored;
+// so is one with a SubFlow whose process cannot be found
+// (*UnknownSubflowError). Deploying a package id again makes a new
+// version; instances already running keep the version they started with.
+// References to processes of other packages (ExternalPackages, SubFlow
+// PackageRef) resolve against the latest deployed version of those
+// packages; to deploy packages that call each other as one, use
+// DeployTogether or DeployFiles.
 func (e *Engine) Deploy(ctx context.Context, src []byte) (Deployment, error) {
 	pkg, err := xpdl.Read(bytes.NewReader(src), &xpdl.ReadOpts{Name: "deployment"})
 	if err != nil {
 		return Deployment{}, err
 	}
-	return e.deploy(ctx, pkg, src)
+	return e.deployOne(ctx, member{pkg: pkg, src: src})
 }
 
 // DeployFile deploys the XPDL file at path together with the packages it
-// references as ExternalPackages (each its own new version, deployed
-// first), so that subflows across them run.
+// references as ExternalPackages, as one deployment (DeployFiles), so
+// that subflows across them run. It returns the file's own Deployment.
 func (e *Engine) DeployFile(ctx context.Context, path string) (Deployment, error) {
-	pkg, err := xpdl.Load(path, nil)
+	ds, err := e.DeployFiles(ctx, path)
 	if err != nil {
 		return Deployment{}, err
 	}
-	if err := xpdl.Validate(pkg, nil).Err(); err != nil {
-		return Deployment{}, err
-	}
-	seen := map[*xpdl.Package]bool{pkg: true}
-	var externals []*xpdl.Package
-	var walk func(p *xpdl.Package)
-	walk = func(p *xpdl.Package) {
-		for _, ep := range p.ExternalPackages {
-			if ep.Package != nil && !seen[ep.Package] {
-				seen[ep.Package] = true
-				walk(ep.Package)
-				externals = append(externals, ep.Package)
-			}
-		}
-	}
-	walk(pkg)
-	for _, ext := range externals {
-		src, err := os.ReadFile(ext.Source)
-		if err != nil {
-			return Deployment{}, fmt.Errorf("deploy external package %s: %w", ext.ID, err)
-		}
-		if _, err := e.insertDefinition(ctx, ext, src); err != nil {
-			return Deployment{}, fmt.Errorf("external package: %w", err)
-		}
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return Deployment{}, err
-	}
-	return e.insertDefinition(ctx, pkg, src)
+	return ds[0], nil
 }
 
 // DeployPackage deploys a package the caller has read (and possibly
 // built or transformed); src is its XPDL text, which is what is stored
 // and parsed again after a restart.
 func (e *Engine) DeployPackage(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
-	return e.deploy(ctx, pkg, src)
+	return e.deployOne(ctx, member{pkg: pkg, src: src})
 }
 
-func (e *Engine) deploy(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
-	if pkg == nil {
-		return Deployment{}, errors.New("deploy: nil package")
-	}
-	var deployed []*xpdl.Package
-	for _, id := range referencedPackages(pkg) {
-		d, err := e.latest(ctx, e.store, id)
-		if err == nil {
-			deployed = append(deployed, d.pkg)
-		}
-	}
-	if err := xpdl.Validate(pkg, &xpdl.ValidateOpts{Deployed: deployed}).Err(); err != nil {
-		return Deployment{}, err
-	}
-	return e.insertDefinition(ctx, pkg, src)
-}
-
-// insertDefinition stores a new version of pkg and, in the same
-// transaction, arms the timers of its timer start events in place of
-// those of the package's earlier versions.
-func (e *Engine) insertDefinition(ctx context.Context, pkg *xpdl.Package, src []byte) (Deployment, error) {
-	if v, ok := pkg.ExtendedAttributes.Get(AttrDeadBranch); ok && !DeadBranchMode(strings.ToLower(strings.TrimSpace(v))).valid() {
-		return Deployment{}, fmt.Errorf("%w: package %s: extended attribute %s=%q: want %q or %q",
-			xpdl.ErrInvalid, pkg.ID, AttrDeadBranch, v, DeadBranchLock, DeadBranchEnd)
-	}
-	pkg, err := rewrite(pkg)
+// deployOne deploys a package alone.
+func (e *Engine) deployOne(ctx context.Context, m member) (Deployment, error) {
+	ds, err := e.deployTogether(ctx, []member{m})
 	if err != nil {
 		return Deployment{}, err
 	}
-	now := e.now()
-	// The start times are worked out before the transaction, from a
-	// deployment that has no id yet, so that a bad one refuses it early.
-	armed, err := e.planStartTimers(ctx, newDeployment(store.Definition{PackageID: pkg.ID}, pkg), now)
-	if err != nil {
-		return Deployment{}, fmt.Errorf("deploy %s: %w", pkg.ID, err)
-	}
-	var d *deployment
-	err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		def, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{
-			PackageID: pkg.ID, Name: pkg.Name, Source: src, CreatedAt: now,
-		})
-		if err != nil {
-			return err
-		}
-		d = newDeployment(def, pkg)
-		return e.replaceStartTimers(ctx, tx, d, armed)
-	})
-	if err != nil {
-		return Deployment{}, fmt.Errorf("deploy %s: %w", pkg.ID, err)
-	}
-	e.defs.Add(d.def.ID, d)
-	for _, t := range armed {
-		e.timers.Armed(t.DueAt)
-	}
-	return d.public(), nil
+	return ds[0], nil
 }
 
 // rewrite applies the deploy-time rewrite of loop entries and races in

@@ -10,6 +10,11 @@
 // processed in order per process instance, different instances in
 // parallel (DESIGN.md §3). The state machines are in engine/machine, the
 // navigator (splits, joins, deadlock) in engine/flow.
+//
+// Every command has a …Tx form that runs in the host's *gorm.DB
+// transaction; a nil tx means the engine's own transaction, as the plain
+// form. Every list call of the read API takes a filter and returns one
+// page with the cursor of the next (docs/engine.md, "Reading instances").
 package engine
 
 import (
@@ -168,6 +173,10 @@ type Config struct {
 	// by a node that stopped); default a second. Negative: this node
 	// runs no batches.
 	BatchPollInterval time.Duration
+	// Retention deletes finished instances some time after they ended,
+	// on a schedule (engine/retention.go, docs/operations.md); the zero
+	// value keeps them forever.
+	Retention Retention
 }
 
 // DeadBranchMode is what a lost branch does (Config.DeadBranch).
@@ -241,6 +250,7 @@ type Engine struct {
 	timers      *timer.Service
 	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
 	batches     *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
+	retention   *retention
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
@@ -398,6 +408,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.BatchPollInterval > 0 {
 		e.batches = timer.NewPeriodic(cfg.Clock, cfg.BatchPollInterval, e.runBatches)
 	}
+	if e.retention, err = e.newRetention(cfg.Retention, cfg.Location); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -433,6 +446,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	if e.batches != nil {
 		e.batches.Start(ctx) // the batch runner
+	}
+	if e.retention.calendar != nil {
+		e.retention.calendar.Start(ctx)
 	}
 	return nil
 }
@@ -503,14 +519,17 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.state.CompareAndSwap(0, 2)
 		return nil
 	}
-	var rescuerErr, batchesErr error
+	var rescuerErr, batchesErr, retentionErr error
 	if e.batches != nil {
 		batchesErr = e.batches.Stop(ctx) // its batch is released for the next run or node
 	}
 	if e.rescuer != nil {
 		rescuerErr = e.rescuer.Stop(ctx)
 	}
-	return errors.Join(batchesErr, rescuerErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
+	if e.retention.calendar != nil {
+		retentionErr = e.retention.calendar.Stop(ctx)
+	}
+	return errors.Join(batchesErr, rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx
@@ -535,6 +554,10 @@ type Stats struct {
 	// Commits holds how the engine's own transactions shared database
 	// transactions (group commit).
 	Commits CommitStats
+	// Purged counts the process instances retention and Purge deleted
+	// (subflow instances included; PurgeTx's are not counted, since the
+	// engine does not see whether the host commits).
+	Purged uint64
 }
 
 // CommitStats counts the engine's own transactions (runs) and the
@@ -551,7 +574,7 @@ type CommitStats struct {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Timers: e.timers.Stats(), Conflicts: e.conflicts.Load(),
-		Commits: e.commits.stats()}
+		Commits: e.commits.stats(), Purged: e.retention.purged.Load()}
 }
 
 // Store returns the engine's store, for tools that read the engine's

@@ -36,6 +36,10 @@ type ProcessInstance struct {
 	// top-level instance.
 	Parent         int64 `json:"parent,omitempty"`
 	ParentActivity int64 `json:"parentActivity,omitempty"`
+	// BusinessKey is the host's key of the instance
+	// (StartOptions.BusinessKey; a subflow inherits its parent's); "" for
+	// none.
+	BusinessKey string `json:"businessKey,omitempty"`
 	// StartKey is the idempotency key the instance was started with
 	// (StartOptions.IdempotencyKey); "" for none.
 	StartKey string `json:"startKey,omitempty"`
@@ -44,6 +48,9 @@ type ProcessInstance struct {
 	StartedAt time.Time  `json:"startedAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	// Revision counts the changes of the instance: two reads with the
+	// same Revision saw the same instance.
+	Revision int64 `json:"revision"`
 }
 
 // InstanceFilter selects process instances. Zero fields do not filter;
@@ -63,6 +70,8 @@ type InstanceFilter struct {
 	// those started before it.
 	StartedAfter  time.Time
 	StartedBefore time.Time
+	// BusinessKey keeps instances with exactly this business key.
+	BusinessKey string
 	// IncidentCause keeps instances with an open incident of this cause.
 	IncidentCause IncidentCause
 	// Parent keeps the subflow instances this process instance started.
@@ -114,7 +123,7 @@ func (f InstanceFilter) params() (store.ListProcessInstancesParams, error) {
 	}
 	p := store.ListProcessInstancesParams{
 		DefinitionID: f.DefinitionID, ParentInstanceID: f.Parent, AfterID: f.After,
-		ProcessDefID: f.Process, PackageID: f.Package, PackageVersion: f.Version,
+		ProcessDefID: f.Process, PackageID: f.Package, PackageVersion: f.Version, BusinessKey: f.BusinessKey,
 	}
 	for _, s := range f.States {
 		if !slices.Contains(wftype.ProcessStates, s) {
@@ -152,8 +161,8 @@ func checkPage(after int64, limit int) error {
 func (e *Engine) instanceOf(ctx context.Context, row store.ProcessInstance) (ProcessInstance, error) {
 	pi := ProcessInstance{
 		ID: row.ID, DefinitionID: row.DefinitionID, Process: row.ProcessDefID,
-		State: wftype.ProcessState(row.State), Diagnosis: row.Diagnosis, StartKey: row.StartKey,
-		StartedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, EndedAt: row.EndedAt,
+		State: wftype.ProcessState(row.State), Diagnosis: row.Diagnosis, StartKey: row.StartKey, BusinessKey: row.BusinessKey,
+		StartedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, EndedAt: row.EndedAt, Revision: row.Version,
 	}
 	if row.ParentInstanceID != nil {
 		pi.Parent = *row.ParentInstanceID

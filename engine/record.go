@@ -43,6 +43,9 @@ type Record struct {
 	Parent int64 `json:"parent,omitempty"`
 	// Batch is the batch of a batch.* record (batch.go).
 	Batch int64 `json:"batch,omitempty"`
+	// BusinessKey is the instance's business key, on process.started and
+	// process.queued.
+	BusinessKey string `json:"businessKey,omitempty"`
 }
 
 // Record types.

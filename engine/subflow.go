@@ -46,11 +46,12 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		CreatedAt: r.now, UpdatedAt: r.now,
 	}
 	if parent == nil && fired == nil {
-		pi.StartKey = r0.startKey
+		pi.StartKey, pi.BusinessKey = r0.startKey, r0.businessKey
 	}
 	if parent != nil {
 		pi.ParentInstanceID = &parent.instance
 		pi.ParentActivityID = parent.activity
+		pi.BusinessKey = r0.pi.BusinessKey // a subflow works on its parent's business
 	}
 	if r.pi, err = r.tx.InsertProcessInstance(r.ctx, pi); err != nil {
 		return nil, err
@@ -73,6 +74,14 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	for _, def := range starts {
 		if _, err := r.createActivity(sc, def, false); err != nil {
 			return nil, err
+		}
+	}
+	if parent == nil && fired == nil && r0.lock != nil {
+		if err := r.takeLock(r0.lock); err != nil { // lock.go
+			return nil, err
+		}
+		if r0.lock.queued() {
+			return r, nil // Queued: no Limit and no schedule until it gets the lock
 		}
 	}
 	if err := r.armProcessLimit(); err != nil {
@@ -150,28 +159,15 @@ func (r *run) initiated() []*act {
 	return out
 }
 
-// subflowTarget finds the process a SubFlow names: in the same package,
-// then in the latest deployed version of a referenced package.
-func (r *run) subflowTarget(sf *xpdl.SubFlow) (*deployment, *xpdl.Process, error) {
-	if sf.PackageRef == "" || sf.PackageRef == r.dep.pkg.ID {
-		if p := r.dep.pkg.Process(sf.Process); p != nil {
-			return r.dep, p, nil
-		}
+// subflowTarget finds the process the SubFlow of activity a calls:
+// among the packages deployed with this one, then in the latest deployed
+// version of a referenced package (resolveSubflow).
+func (r *run) subflowTarget(a *act) (*deployment, *xpdl.Process, error) {
+	together, err := r.e.togetherWith(r.ctx, r.tx, r.dep)
+	if err != nil {
+		return nil, nil, err
 	}
-	ids := []string{sf.PackageRef}
-	if sf.PackageRef == "" {
-		ids = referencedPackages(r.dep.pkg)
-	}
-	for _, id := range ids {
-		dep, err := r.e.latest(r.ctx, r.tx, id)
-		if err != nil {
-			continue
-		}
-		if p := dep.pkg.Process(sf.Process); p != nil {
-			return dep, p, nil
-		}
-	}
-	return nil, nil, fmt.Errorf("subflow process %s is not deployed", sf.Process)
+	return r.e.resolveSubflow(r.ctx, r.tx, r.dep, together, r.proc, a.def)
 }
 
 // startSubflow creates the child instance. SYNCHR: the activity waits for
@@ -181,8 +177,11 @@ func (r *run) startSubflow(a *act) error {
 	if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
 		return err
 	}
-	dep, proc, err := r.subflowTarget(sf)
+	dep, proc, err := r.subflowTarget(a)
 	if err != nil {
+		if isStoreError(err) {
+			return err
+		}
 		return r.fail(a, err.Error())
 	}
 	in := make(map[string]any)

@@ -9,7 +9,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
@@ -85,9 +84,9 @@ func TestSubflows(t *testing.T) {
 			require.Len(t, kids, 1)
 			require.NoError(t, h.e.Terminate(h.ctx, kids[0].ID, engine.Op{}))
 			h.requireState(id, wftype.ProcessRunning)
-			acts, err := h.e.Activities(h.ctx, id)
+			acts, err := activitiesOf(h.ctx, h.e, id)
 			require.NoError(t, err)
-			require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
+			require.Equal(t, wftype.ActivityAbnormal, acts[0].State)
 			require.Contains(t, acts[0].Diagnosis, "Terminated")
 
 			// Terminating the parent now is fine; the child is done.
@@ -102,9 +101,9 @@ func TestSubflows(t *testing.T) {
 			require.Len(t, kids, 1)
 			require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 			h.requireState(kids[0].ID, wftype.ProcessTerminated)
-			items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: kids[0].ID})
+			items, err := workItemsOf(h.ctx, h.e, engine.WorkItemFilter{Instance: kids[0].ID})
 			require.NoError(t, err)
-			require.Equal(t, string(workitem.Withdrawn), items[0].State)
+			require.Equal(t, workitem.Withdrawn, items[0].State)
 		})
 	})
 }

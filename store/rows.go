@@ -17,6 +17,15 @@ type Definition struct {
 	Source []byte
 	// CreatedAt is when the definition was deployed.
 	CreatedAt time.Time
+	// GroupID names the packages deployed together with this one (one
+	// Engine.DeployFiles or DeployTogether): it is the ID of the first
+	// definition of that deployment, so the first's own ID, and its own
+	// ID too for a definition deployed alone.
+	GroupID int64
+	// File is the base name of the file the package was read from (what
+	// an ExternalPackage href of a package deployed with it names); empty
+	// when it was deployed from bytes.
+	File string
 }
 
 // ProcessInstance is one run of a WorkflowProcess.
@@ -54,6 +63,10 @@ type ProcessInstance struct {
 	// with; "" for none. Keys are unique among the instances of a
 	// database: a second insert with the same key is store.ErrDuplicate.
 	StartKey string
+	// BusinessKey is the host's key of what the instance works on (an
+	// order, an account); "" for none. Not unique; indexed, so instances
+	// are found by it (ListProcessInstancesParams.BusinessKey).
+	BusinessKey string
 }
 
 // ActivityInstance is one execution of an XPDL activity within a process

@@ -50,8 +50,9 @@ type validator struct {
 	types        map[string]bool
 	processes    map[string]*Process
 	// packagesByID maps package ids (this one, external, deployed) to
-	// packages, for XPDL 2 SubFlow PackageRef.
-	packagesByID map[string]*Package
+	// the packages with that id, in that order, for XPDL 2 SubFlow
+	// PackageRef.
+	packagesByID map[string][]*Package
 }
 
 func (v *validator) report(pos Pos, sev Severity, code string, ids []string, format string, args ...any) {
@@ -94,7 +95,7 @@ func (v *validator) collectDeclarations() {
 	v.applications = map[string]*Application{}
 	v.types = map[string]bool{}
 	v.processes = map[string]*Process{}
-	v.packagesByID = map[string]*Package{}
+	v.packagesByID = map[string][]*Package{}
 	visible := withExternals(v.pkg)
 	for _, p := range visible {
 		for _, part := range p.Participants {
@@ -115,8 +116,8 @@ func (v *validator) collectDeclarations() {
 		all = append(all, withExternals(d)...)
 	}
 	for _, p := range all {
-		if _, ok := v.packagesByID[p.ID]; !ok {
-			v.packagesByID[p.ID] = p
+		if !slices.Contains(v.packagesByID[p.ID], p) {
+			v.packagesByID[p.ID] = append(v.packagesByID[p.ID], p)
 		}
 		for _, proc := range p.Processes {
 			if _, ok := v.processes[proc.ID]; !ok {
@@ -467,15 +468,21 @@ func (v *validator) checkSubFlow(sc *processScope, a *Activity) {
 	}
 	var target *Process
 	if sf.PackageRef != "" {
-		p, ok := v.packagesByID[sf.PackageRef]
-		if !ok {
-			p = v.externalByID(sf.PackageRef)
+		// Several packages may share the id (files of one package
+		// deployed together): the process may be in any of them.
+		pkgs := v.packagesByID[sf.PackageRef]
+		if p := v.externalByID(sf.PackageRef); p != nil {
+			pkgs = append(pkgs, p)
 		}
-		if p == nil {
+		if len(pkgs) == 0 {
 			v.errorf(sf.Pos, "unknown-subflow", ids, "activity %q: SubFlow PackageRef %q names no loaded or deployed package", a.ID, sf.PackageRef)
 			return
 		}
-		target = p.Process(sf.Process)
+		for _, p := range pkgs {
+			if target = p.Process(sf.Process); target != nil {
+				break
+			}
+		}
 	} else {
 		target = v.processes[sf.Process]
 	}

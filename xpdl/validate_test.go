@@ -229,6 +229,23 @@ func TestRuleSubflowFromDeployedPackage(t *testing.T) {
 	require.Empty(t, validate(t, parent, &xpdl.ValidateOpts{Deployed: []*xpdl.Package{other}}))
 }
 
+// Files of one package deployed together share its id: a PackageRef
+// naming it finds the process in whichever of them defines it, not only
+// in the first.
+func TestRuleSubflowPackageRefAcrossPackagesSharingAnID(t *testing.T) {
+	t.Parallel()
+	doc := func(procs string) *xpdl.Package {
+		p, err := xpdl.Read(strings.NewReader(`<?xml version="1.0"?><Package xmlns="http://www.wfmc.org/2002/XPDL1.0" Id="shared">`+
+			`<WorkflowProcesses>`+procs+`</WorkflowProcesses></Package>`), nil)
+		require.NoError(t, err)
+		return p
+	}
+	first, second := doc(proc10("other", noImpl("o"), "")), doc(proc10("child", noImpl("c"), ""))
+	parent := pkg10("", proc10("p", act("a", `<Implementation><SubFlow Id="child" PackageRef="shared"/></Implementation>`), ""))
+	require.Empty(t, validate(t, parent, &xpdl.ValidateOpts{Deployed: []*xpdl.Package{first, second}}))
+	require.NotEmpty(t, find(validate(t, parent, &xpdl.ValidateOpts{Deployed: []*xpdl.Package{first}}), "unknown-subflow"))
+}
+
 func TestRuleExternalPackages(t *testing.T) {
 	t.Parallel()
 	lib := `<?xml version="1.0"?><Package xmlns="http://www.wfmc.org/2002/XPDL1.0" Id="lib">

@@ -29,7 +29,7 @@ import (
 )
 
 // benchUsage is the full usage text of "goxpdl bench".
-const benchUsage = `Usage: goxpdl bench [--workload NAME | --file FILE [--process ID|NAME]] [--db DSN]
+const benchUsage = `Usage: goxpdl bench [--workload NAME | --file FILE... [--process ID|NAME]] [--db DSN]
                     [--instances N] [--concurrency C] [--baseline] [--json]
 
 Bench measures the engine's throughput on a database: it deploys a
@@ -49,10 +49,14 @@ Flags:
 	                                ActivitySet, run by one BlockActivity:
 	                                all 10 commit in one transaction
 	--file FILE         run a process of this XPDL file instead; its
-	                    activities must be automatic (no work items)
-	--process ID|NAME   with --file: which WorkflowProcess (default: the
-	                    one that no other process in the package uses as a
-	                    subflow)
+	                    activities must be automatic (no work items).
+	                    Repeatable: the files are deployed as one, as by
+	                    "goxpdl run FILE...", and the process is the first
+	                    file's
+	--process ID|NAME   with --file: which WorkflowProcess, in the first
+	                    file or else in the first other file that has it
+	                    (default: the one of the first file that no other
+	                    process in its package uses as a subflow)
 	--db DSN            default: in-memory SQLite.
 	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
 	                    The engine's tables are created if missing; the
@@ -71,7 +75,7 @@ Flags:
 Figures (JSON field names; the text lines use the same names):
 
 	workload, process   the workload ("file" with --file) and process id
-	file                with --file: the file
+	file                with --file: the file (the files, separated by spaces)
 	db                  the database, without its password
 	instances, concurrency, completed, failed
 	start_errors        StartProcess calls that failed (counted in failed)
@@ -119,7 +123,7 @@ Exit status:
 	   the same
 `
 
-const benchShortUsage = `Usage: goxpdl bench [--workload NAME | --file FILE [--process ID|NAME]] [--db DSN] [--instances N] [--concurrency C] [--baseline] [--json]
+const benchShortUsage = `Usage: goxpdl bench [--workload NAME | --file FILE... [--process ID|NAME]] [--db DSN] [--instances N] [--concurrency C] [--baseline] [--json]
 Run "goxpdl help bench" for details.
 `
 
@@ -140,10 +144,11 @@ const baselineTable = "goxpdl_bench_baseline"
 
 // benchOptions are bench's flags.
 type benchOptions struct {
-	workload, file, process, db string
-	instances, concurrency      int
-	baseline, json              bool
-	cpuProfile                  string
+	workload, process, db  string
+	files                  fileFlags
+	instances, concurrency int
+	baseline, json         bool
+	cpuProfile             string
 }
 
 func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -152,7 +157,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printErr(stderr, "%s", benchShortUsage) }
 	fs.StringVar(&opts.workload, "workload", "", "seq10|seq10set")
-	fs.StringVar(&opts.file, "file", "", "XPDL file")
+	fs.Var(&opts.files, "file", "XPDL file (repeatable)")
 	fs.StringVar(&opts.process, "process", "", "WorkflowProcess Id or Name")
 	fs.StringVar(&opts.db, "db", "", "database")
 	fs.IntVar(&opts.instances, "instances", benchDefaultInstances, "process instances")
@@ -181,16 +186,16 @@ func (o *benchOptions) check(nargs int) string {
 	switch {
 	case nargs != 0:
 		return "unexpected arguments (an XPDL file goes after --file)"
-	case o.workload != "" && o.file != "":
+	case o.workload != "" && len(o.files) > 0:
 		return "--workload and --file exclude each other"
-	case o.process != "" && o.file == "":
+	case o.process != "" && len(o.files) == 0:
 		return "--process needs --file"
 	case o.instances < 1:
 		return fmt.Sprintf("--instances %d: want at least 1", o.instances)
 	case o.concurrency < 1:
 		return fmt.Sprintf("--concurrency %d: want at least 1", o.concurrency)
 	}
-	if o.file == "" {
+	if len(o.files) == 0 {
 		if o.workload == "" {
 			o.workload = benchDefaultWorkload
 		}
@@ -331,31 +336,21 @@ func (r benchReport) text() string {
 type benchTarget struct {
 	src     []byte // built-in XPDL; nil with --file
 	process string
+	index   int             // with --file: the file whose process runs
 	blocks  map[string]bool // ids of BlockActivities, not counted as activities
 }
 
 // loadTarget prepares the workload of opts. It returns an exit code other
 // than exitOK when it cannot.
 func loadTarget(opts benchOptions, stderr io.Writer) (benchTarget, int) {
-	if opts.file == "" {
+	if len(opts.files) == 0 {
 		return benchTarget{src: workloadXPDL(opts.workload), process: opts.workload, blocks: map[string]bool{"Block": true}}, exitOK
 	}
-	pkg, err := xpdl.Load(opts.file, nil)
-	if err != nil {
-		if errors.Is(err, xpdl.ErrInvalid) {
-			printErr(stderr, "%s: %v\n", opts.file, err)
-			return benchTarget{}, exitProblems
-		}
-		printErr(stderr, "goxpdl bench: %v\n", err)
-		return benchTarget{}, exitUsage
+	pkgs, code := loadDeployment("bench", opts.files, stderr)
+	if code != exitOK {
+		return benchTarget{}, code
 	}
-	if problems := xpdl.Validate(pkg, nil); problems.HasErrors() {
-		for _, p := range problems.Errors() {
-			printErr(stderr, "%s\n", p)
-		}
-		return benchTarget{}, exitProblems
-	}
-	proc, err := pickProcess(pkg, opts.file, opts.process)
+	k, proc, err := pickDeployedProcess(pkgs, opts.files, opts.process)
 	if err != nil {
 		printErr(stderr, "goxpdl bench: %v\n", err)
 		return benchTarget{}, exitUsage
@@ -368,13 +363,13 @@ func loadTarget(opts benchOptions, stderr io.Writer) (benchTarget, int) {
 		for _, a := range f.Activities {
 			if engine.IsManual(a) {
 				printErr(stderr, "goxpdl bench: %s: activity %s of process %s is manual (it waits for a person); bench runs automatic activities only\n",
-					opts.file, a.ID, proc.ID)
+					opts.files[k], a.ID, proc.ID)
 				return benchTarget{}, exitUsage
 			}
 		}
 	}
-	t := benchTarget{process: proc.ID, blocks: map[string]bool{}}
-	for _, p := range pkg.Processes {
+	t := benchTarget{process: proc.ID, index: k, blocks: map[string]bool{}}
+	for _, p := range allProcesses(pkgs) {
 		for _, a := range p.Activities {
 			if a.Kind == xpdl.ActivityBlock {
 				t.blocks[a.ID] = true
@@ -409,8 +404,8 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 		Workload: opts.workload, Process: target.process, DB: describeDB(opts.db),
 		Instances: opts.instances, Concurrency: opts.concurrency,
 	}
-	if opts.file != "" {
-		report.Workload, report.File = "file", opts.file
+	if len(opts.files) > 0 {
+		report.Workload, report.File = "file", strings.Join(opts.files, " ")
 	}
 	if opts.baseline {
 		perS, err := measureBaseline(ctx, db, clock, opts.concurrency, baselineDuration)
@@ -449,7 +444,10 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 	if target.src != nil {
 		dep, err = e.Deploy(ctx, target.src)
 	} else {
-		dep, err = e.DeployFile(ctx, opts.file)
+		var deps []engine.Deployment
+		if deps, err = e.DeployFiles(ctx, opts.files...); err == nil {
+			dep = deps[target.index]
+		}
 	}
 	if err != nil {
 		printErr(stderr, "goxpdl bench: deploy: %v\n", err)
@@ -893,4 +891,23 @@ func measureBaseline(ctx context.Context, db *gorm.DB, clock timer.Clock, c int,
 		return 0, err
 	}
 	return round(float64(commits.Load())/elapsed.Seconds(), 1), nil
+}
+
+// fileFlags collects repeated --file flags.
+type fileFlags []string
+
+func (f *fileFlags) String() string { return strings.Join(*f, " ") }
+
+func (f *fileFlags) Set(v string) error {
+	*f = append(*f, v)
+	return nil
+}
+
+// allProcesses lists the processes of pkgs, in order.
+func allProcesses(pkgs []*xpdl.Package) []*xpdl.Process {
+	var out []*xpdl.Process
+	for _, pkg := range pkgs {
+		out = append(out, pkg.Processes...)
+	}
+	return out
 }

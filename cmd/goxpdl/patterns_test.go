@@ -31,7 +31,7 @@ func TestWorkflowPatternsRunToCompletion(t *testing.T) {
 		t.Run(process, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
-			opts := runOptions{file: file, process: process, workitems: "auto", sets: sets[process]}
+			opts := runOptions{files: []string{file}, process: process, workitems: "auto", sets: sets[process]}
 			if process == "WfSP2_Implicit_Termination" {
 				// JaWE's sample relies on Shark's silent end of a lost
 				// branch (B's condition sends the token nowhere).

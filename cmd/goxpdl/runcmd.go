@@ -23,18 +23,22 @@ import (
 )
 
 // runUsage is the full usage text of "goxpdl run".
-const runUsage = `Usage: goxpdl run [flags] FILE
+const runUsage = `Usage: goxpdl run [flags] FILE...
 
-Run deploys the XPDL file (with the ExternalPackages it references) into
-an engine, starts one process instance and runs it until it finishes or
-can make no further progress. Applications nothing is registered for run
-as no-ops; JavaScript tool agents run their scripts.
+Run deploys the XPDL files (with the ExternalPackages they reference) into
+an engine as one deployment, starts one process instance and runs it
+until it finishes or can make no further progress. A SubFlow in one file
+may call a process of another, as "goxpdl validate" accepts for the files
+named together; files that share a package Id stay distinct packages.
+Applications nothing is registered for run as no-ops; JavaScript tool
+agents run their scripts.
 
-Flags (before the file):
+Flags (before the files):
 
-	--process ID|NAME   which WorkflowProcess, by Id or else by Name (default:
-	                    the one that no other process in the package uses as
-	                    a subflow)
+	--process ID|NAME   which WorkflowProcess, by Id or else by Name, in the
+	                    first file or else in the first other file that has
+	                    it (default: the one of the first file that no other
+	                    process in its package uses as a subflow)
 	--db DSN            default: in-memory SQLite.
 	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
 	--timeout D         give up waiting after D (default 60s; 0: never), as on
@@ -83,7 +87,7 @@ Exit status:
 	   or it did not end within --timeout, or run was interrupted
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--timeout D] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] FILE
+const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--timeout D] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] FILE...
 Run "goxpdl help run" for details.
 `
 
@@ -120,11 +124,12 @@ func (h hookFlags) String() string { return fmt.Sprint(map[string]string(h)) }
 func (h hookFlags) Set(v string) error { return setPair(h, v, "CLASS=SCRIPT") }
 
 type runOptions struct {
-	file, process, db, workitems, trace, org string
-	deadBranch                               string
-	timeout                                  time.Duration
-	sets                                     setFlags
-	hooks                                    hookFlags
+	files                              []string
+	process, db, workitems, trace, org string
+	deadBranch                         string
+	timeout                            time.Duration
+	sets                               setFlags
+	hooks                              hookFlags
 }
 
 func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -148,8 +153,8 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch {
-	case fs.NArg() != 1:
-		printErr(stderr, "goxpdl run: want exactly one FILE\n%s", runShortUsage)
+	case fs.NArg() == 0:
+		printErr(stderr, "goxpdl run: want at least one FILE\n%s", runShortUsage)
 		return exitUsage
 	case opts.workitems != "auto" && opts.workitems != "none":
 		printErr(stderr, "goxpdl run: --workitems %q: want auto or none\n", opts.workitems)
@@ -164,33 +169,23 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl run: --timeout %v: want a duration from 0 (never) on\n", opts.timeout)
 		return exitUsage
 	}
-	opts.file = fs.Arg(0)
+	opts.files = fs.Args()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return runFile(ctx, opts, stdout, stderr)
 }
 
-// runFile runs opts.file until the instance ends, cannot progress,
-// opts.timeout passes or ctx is cancelled (SIGINT, SIGTERM).
+// runFile deploys opts.files as one and runs a process of them until the
+// instance ends, cannot progress, opts.timeout passes or ctx is cancelled
+// (SIGINT, SIGTERM).
 func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int {
 	ctx, cancel := withRunTimeout(ctx, opts.timeout)
 	defer cancel()
-	pkg, err := xpdl.Load(opts.file, nil)
-	if err != nil {
-		if errors.Is(err, xpdl.ErrInvalid) {
-			printErr(stderr, "%s: %v\n", opts.file, err)
-			return exitProblems
-		}
-		printErr(stderr, "goxpdl run: %v\n", err)
-		return exitUsage
+	pkgs, code := loadDeployment("run", opts.files, stderr)
+	if code != exitOK {
+		return code
 	}
-	if problems := xpdl.Validate(pkg, nil); problems.HasErrors() {
-		for _, p := range problems.Errors() {
-			printErr(stderr, "%s\n", p)
-		}
-		return exitProblems
-	}
-	proc, err := pickProcess(pkg, opts.file, opts.process)
+	k, proc, err := pickDeployedProcess(pkgs, opts.files, opts.process)
 	if err != nil {
 		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
@@ -242,7 +237,7 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 			printErr(stderr, "goxpdl run: stop: %v\n", err)
 		}
 	}()
-	dep, err := e.DeployFile(ctx, opts.file)
+	deps, err := e.DeployFiles(ctx, opts.files...)
 	if err != nil {
 		printErr(stderr, "goxpdl run: deploy: %v\n", err)
 		if errors.Is(err, xpdl.ErrInvalid) {
@@ -250,8 +245,8 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		}
 		return exitUsage
 	}
-	id, err := e.StartProcess(ctx, engine.StartOptions{DefinitionID: dep.ID, Process: proc.ID, TextVariables: opts.sets, Actor: "goxpdl run"})
-	if msg, ok := emptyProcessProblem(err, opts.file, proc); ok {
+	id, err := e.StartProcess(ctx, engine.StartOptions{DefinitionID: deps[k].ID, Process: proc.ID, TextVariables: opts.sets, Actor: "goxpdl run"})
+	if msg, ok := emptyProcessProblem(err, opts.files[k], proc); ok {
 		printErr(stderr, "%s\n", msg)
 		return exitProblems
 	} else if err != nil {
@@ -331,10 +326,10 @@ func (o outcome) String() string {
 		fmt.Fprintf(&b, ": %s", o.root.Diagnosis)
 	}
 	for _, a := range o.abnormal {
-		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.ActivityDefID, a.ID, a.ProcessInstanceID, a.Diagnosis)
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.Activity, a.ID, a.Instance, a.Diagnosis)
 	}
 	for _, a := range o.waiting {
-		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Waiting", a.ActivityDefID, a.ID, a.ProcessInstanceID)
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Waiting", a.Activity, a.ID, a.Instance)
 	}
 	if len(o.openItems) > 0 {
 		ids := make([]string, len(o.openItems))
@@ -364,7 +359,7 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 			return outcome{}, err
 		}
 		o := outcome{root: tree[0]}
-		if wftype.ProcessState(o.root.State).IsFinal() {
+		if o.root.State.IsFinal() {
 			return o, nil
 		}
 		pending := false
@@ -375,12 +370,12 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 			if pi.State == wftype.ProcessInitiated {
 				pending = true
 			}
-			acts, err := e.Activities(ctx, pi.ID)
+			acts, err := allActivities(ctx, e, pi.ID)
 			if err != nil {
 				return outcome{}, err
 			}
 			for _, a := range acts {
-				switch wftype.ActivityState(a.State) {
+				switch a.State {
 				case wftype.ActivityAbnormal:
 					o.abnormal = append(o.abnormal, a)
 				case wftype.ActivityWaiting:
@@ -391,7 +386,7 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 					pending = pending || pi.State == wftype.ProcessRunning
 				}
 			}
-			items, err := e.WorkItems(ctx, engine.WorkItemFilter(pi.ID))
+			items, err := openWorkItems(ctx, e, pi.ID)
 			if err != nil {
 				return outcome{}, err
 			}
@@ -472,7 +467,7 @@ func callsSubflow(tree []engine.ProcessInstance, id int64) bool {
 // whose activities are among acts.
 func runsBlock(acts []engine.ActivityInstance, id int64) bool {
 	for _, a := range acts {
-		if a.BlockInstanceID != nil && *a.BlockInstanceID == id {
+		if a.Block == id {
 			return true
 		}
 	}
@@ -486,7 +481,7 @@ func sameVersions(a, b []engine.ProcessInstance) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Version != b[i].Version {
+		if a[i].ID != b[i].ID || a[i].Revision != b[i].Revision {
 			return false
 		}
 	}
@@ -563,4 +558,24 @@ func instanceTree(ctx context.Context, e *engine.Engine, id int64) ([]engine.Pro
 		}
 	}
 	return tree, nil
+}
+
+// pickDeployedProcess finds the process a --process flag names among the
+// packages of files (deployed together): in the first file that has a
+// process with that Id or Name, as pickProcess finds it there; without the
+// flag, the main process of the first file. It returns the index of the
+// file too.
+func pickDeployedProcess(pkgs []*xpdl.Package, files []string, flag string) (int, *xpdl.Process, error) {
+	if flag != "" {
+		for i, pkg := range pkgs {
+			for _, p := range pkg.Processes {
+				if p.ID == flag || p.Name == flag {
+					proc, err := pickProcess(pkg, files[i], flag)
+					return i, proc, err
+				}
+			}
+		}
+	}
+	proc, err := pickProcess(pkgs[0], files[0], flag)
+	return 0, proc, err
 }

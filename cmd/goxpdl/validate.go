@@ -147,6 +147,13 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 // explain, the rewritten model goes in the report. The reports are in
 // file order.
 func validateFiles(files []string, explain bool) []fileReport {
+	reports, _ := validateDeployment(files, explain)
+	return reports
+}
+
+// validateDeployment is validateFiles that also returns the packages that
+// loaded, in file order (nil for a file that did not).
+func validateDeployment(files []string, explain bool) ([]fileReport, []*xpdl.Package) {
 	reports := make([]fileReport, len(files))
 	pkgs := make([]*xpdl.Package, len(files))
 	for i, file := range files {
@@ -199,7 +206,29 @@ func validateFiles(files []string, explain bool) []fileReport {
 		r.Warnings = len(r.Problems.Warnings())
 		r.Valid = r.Error == "" && r.Errors == 0
 	}
-	return reports
+	return reports, pkgs
+}
+
+// loadDeployment loads and validates files as one deployment, as validate
+// does, for a command (cmd) that deploys them. When one cannot be read it
+// says why and returns exitUsage; when some are invalid it prints their
+// errors (FILE:LINE:COL: message) and returns exitProblems.
+func loadDeployment(cmd string, files []string, stderr io.Writer) ([]*xpdl.Package, int) {
+	reports, pkgs := validateDeployment(files, false)
+	for _, r := range reports {
+		if r.Error != "" {
+			printErr(stderr, "goxpdl %s: %s: %s\n", cmd, r.File, r.Error)
+			return nil, exitUsage
+		}
+	}
+	code := exitOK
+	for _, r := range reports {
+		for _, p := range r.Problems.Errors() {
+			printErr(stderr, "%s\n", p)
+			code = exitProblems
+		}
+	}
+	return pkgs, code
 }
 
 // ioMessage says why a file could not be read. The error of Load names

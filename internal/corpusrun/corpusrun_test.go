@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -147,4 +148,28 @@ func TestMissingCorpusIsAnError(t *testing.T) {
 	code := mainErr([]string{"-corpus", filepath.Join(t.TempDir(), "nope"), "-out", filepath.Join(t.TempDir(), "out.md")}, &stderr)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr.String(), "no corpus at")
+}
+
+// The table of files deployed together names only files of the corpus:
+// one that is missing is an error, so that the table cannot go stale.
+func TestTogetherTableMustNameCorpusFiles(t *testing.T) {
+	t.Parallel()
+	var files []*corpusFile
+	add := func(rel string) {
+		dir, name, _ := strings.Cut(rel, "/")
+		files = append(files, &corpusFile{Dir: dir, Name: name})
+	}
+	for _, g := range deployedTogether {
+		add(g.File)
+		for _, w := range g.With {
+			add(w)
+		}
+	}
+	for _, n := range notInCorpus {
+		add(n.File)
+	}
+	require.NoError(t, checkTogether(files))
+	require.Equal(t, []string{"xpdl1/bonita-asyncSubChild.xpdl"}, withFor("xpdl1/bonita-asyncSubParent.xpdl"))
+	require.Nil(t, withFor("xpdl1/bonita-asyncSubChild.xpdl"))
+	require.Error(t, checkTogether(files[1:]))
 }

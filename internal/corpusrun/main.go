@@ -78,6 +78,9 @@ func corpusRun(ctx context.Context, cfg config, stderr io.Writer) error {
 	if err := checkOverrides(files); err != nil {
 		return err
 	}
+	if err := checkTogether(files); err != nil {
+		return err
+	}
 	called := subflows(files)
 	progress := &progress{w: stderr}
 
@@ -85,7 +88,8 @@ func corpusRun(ctx context.Context, cfg config, stderr io.Writer) error {
 	checks := make([]validation, len(files))
 	progress.start("validate", len(files))
 	parallel(cfg.workers, len(files), func(i int) {
-		checks[i] = validate(ctx, cfg.goxpdl, files[i].Path, cfg.timeout)
+		paths := append([]string{files[i].Path}, corpusPaths(cfg.corpus, withFor(files[i].Rel()))...)
+		checks[i] = validate(ctx, cfg.goxpdl, paths, cfg.timeout)
 		progress.done(files[i].Rel(), string(orValid(checks[i].outcome)))
 	})
 	if err := ctx.Err(); err != nil {
@@ -108,7 +112,7 @@ func corpusRun(ctx context.Context, cfg config, stderr io.Writer) error {
 			continue
 		}
 		for _, p := range f.Processes {
-			r := result{File: f, Process: p, Subflow: called[subflowKey{f.Dir, p}]}
+			r := result{File: f, Process: p, Subflow: called[subflowKey{f.Dir, p}], With: withFor(f.Rel())}
 			if o, ok := overrideFor(f.Rel(), p); ok {
 				r.Override = &o
 			}
@@ -125,7 +129,8 @@ func corpusRun(ctx context.Context, cfg config, stderr io.Writer) error {
 	parallel(cfg.workers, len(todo), func(k int) {
 		r := &results[todo[k]]
 		r.Outcome, r.Activities, r.Why = run(ctx, runOpts{
-			goxpdl: cfg.goxpdl, path: r.File.Path, process: r.Process, args: r.Override.args(), timeout: cfg.timeout,
+			goxpdl: cfg.goxpdl, paths: append([]string{r.File.Path}, corpusPaths(cfg.corpus, r.With)...),
+			process: r.Process, args: r.Override.args(), timeout: cfg.timeout,
 		})
 		progress.done(r.File.Rel()+" "+r.Process, string(r.Outcome))
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ type totals struct {
 	files, invalidFiles, unreadableFiles, noProcess int
 	processes, completed, notCompleted, timeouts    int
 	errors, subflows, subflowsCompleted, override   int
+	together, togetherCompleted                     int
 }
 
 func count(results []result, nfiles int) totals {
@@ -38,6 +40,12 @@ func count(results []result, nfiles int) totals {
 		}
 		if r.Override != nil {
 			t.override++
+		}
+		if len(r.With) > 0 {
+			t.together++
+			if r.Outcome == completed {
+				t.togetherCompleted++
+			}
 		}
 		switch r.Outcome {
 		case completed:
@@ -84,7 +92,10 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 	p("   it is still run on its own, with its formal parameters at their defaults.\n")
 	p("5. Where a file as it is would make an automatic run loop forever, the run gives the process other initial data\n")
 	p("   with `--set`, or plays the vendor hook classes that end its loop with `--hook`; the table shows it, and\n")
-	p("   [Overrides](#overrides) says why.\n\n")
+	p("   [Overrides](#overrides) says why.\n")
+	p("6. A file whose SubFlows call processes of sibling files is validated and run with them, named after it\n")
+	p("   (`goxpdl validate --json FILE SIBLING...`, `goxpdl run ... FILE SIBLING...`), deployed as one;\n")
+	p("   the table shows them after *with*, and [Deployed together](#deployed-together) lists them.\n\n")
 
 	p("## Totals\n\n")
 	p("| | count |\n| --- | ---: |\n")
@@ -102,6 +113,7 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 	p("| — of which run failed (exit 1, 2 or a crash) | %d |\n", t.errors)
 	p("| processes marked (subflow) | %d (%d completed) |\n", t.subflows, t.subflowsCompleted)
 	p("| processes run with overrides | %d |\n", t.override)
+	p("| processes run with files deployed together | %d (%d completed) |\n", t.together, t.togetherCompleted)
 
 	for _, dir := range corpusDirs {
 		p("\n## %s\n\n", dir)
@@ -120,6 +132,13 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 				for _, a := range r.Override.display() {
 					process += " " + code(a)
 				}
+				if len(r.With) > 0 {
+					names := make([]string, len(r.With))
+					for i, w := range r.With {
+						names[i] = code(path.Base(w))
+					}
+					process += " with " + strings.Join(names, ", ")
+				}
 			}
 			activities := "—"
 			if r.Activities >= 0 {
@@ -137,6 +156,21 @@ func writeReport(w io.Writer, results []result, nfiles int, timeout time.Duratio
 			args[i] = code(a)
 		}
 		p("| %s | %s | %s | %s |\n", code(o.File), code(o.Process), strings.Join(args, " "), cell(o.Reason))
+	}
+
+	p("\n## Deployed together\n\n")
+	p("Files whose SubFlows call processes of sibling files, as the vendor's tests deploy them (several share a package Id).\n\n")
+	p("| file | deployed with |\n| --- | --- |\n")
+	for _, t := range deployedTogether {
+		with := make([]string, len(t.With))
+		for i, w := range t.With {
+			with[i] = code(w)
+		}
+		p("| %s | %s |\n", code(t.File), strings.Join(with, ", "))
+	}
+	p("\nNot run, for want of a file the corpus does not have:\n\n")
+	for _, n := range notInCorpus {
+		p("- %s: %s.\n", code(n.File), n.Reason)
 	}
 
 	_, err := io.WriteString(w, b.String())

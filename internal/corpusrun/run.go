@@ -34,7 +34,10 @@ type result struct {
 	Subflow bool   // another process of the folder calls it
 	// Override, when not nil, changes the run (overrides.go).
 	Override *override
-	Outcome  outcome
+	// With are the files deployed with File (together.go), inside the
+	// corpus.
+	With    []string
+	Outcome outcome
 	// Activities counts the trace's activity.started records; it is -1
 	// when it is not known (the file was not run, or the run was killed).
 	Activities int
@@ -59,12 +62,13 @@ type validateJSON struct {
 	} `json:"files"`
 }
 
-// validate runs "goxpdl validate --json" on one file.
-func validate(ctx context.Context, goxpdl, path string, timeout time.Duration) validation {
+// validate runs "goxpdl validate --json" on one file, with the files
+// deployed with it after it.
+func validate(ctx context.Context, goxpdl string, paths []string, timeout time.Duration) validation {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, goxpdl, "validate", "--json", path)
+	cmd := exec.CommandContext(ctx, goxpdl, append([]string{"validate", "--json"}, paths...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
@@ -93,8 +97,9 @@ func validate(ctx context.Context, goxpdl, path string, timeout time.Duration) v
 
 // runOpts says how to run one process.
 type runOpts struct {
-	goxpdl  string
-	path    string
+	goxpdl string
+	// paths are the file and the files deployed with it.
+	paths   []string
 	process string
 	args    []string // more arguments of goxpdl run
 	timeout time.Duration
@@ -107,7 +112,7 @@ func run(ctx context.Context, o runOpts) (outcome, int, string) {
 	defer cancel()
 	args := []string{"run", "--workitems", "auto", "--process", o.process, "--trace", "jsonl"}
 	args = append(args, o.args...)
-	args = append(args, o.path)
+	args = append(args, o.paths...)
 	trace := &traceCounter{}
 	stderr := &tailBuffer{max: 64 << 10}
 	cmd := exec.CommandContext(ctx, o.goxpdl, args...)

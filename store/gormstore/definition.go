@@ -36,6 +36,15 @@ func (s *Store) InsertDefinition(ctx context.Context, params store.InsertDefinit
 	)
 	for range insertDefinitionTries {
 		err = s.atomic(ctx, func(db *gorm.DB) error {
+			if params.GroupID != 0 {
+				var head definitionModel
+				if err := db.Take(&head, "id = ?", params.GroupID).Error; err != nil {
+					return wrap(err, "group %d", params.GroupID)
+				}
+				if head.GroupID != nil {
+					return fmt.Errorf("group %d: definition %d is not the first of its deployment (%d is): %w", params.GroupID, head.ID, *head.GroupID, store.ErrNotFound)
+				}
+			}
 			q := db.Model(&definitionModel{}).Where("package_id = ?", params.PackageID)
 			var versions []int
 			if err := q.Order("version DESC").Limit(1).Pluck("version", &versions).Error; err != nil {
@@ -51,6 +60,10 @@ func (s *Store) InsertDefinition(ctx context.Context, params store.InsertDefinit
 				Name:      params.Name,
 				Source:    dbBytes(params.Source),
 				CreatedAt: dbTime(params.CreatedAt),
+				File:      nullString(params.File),
+			}
+			if params.GroupID != 0 {
+				m.GroupID = &params.GroupID
 			}
 			return db.Create(&m).Error
 		})
@@ -89,6 +102,9 @@ func (s *Store) ListDefinitions(ctx context.Context, params store.ListDefinition
 	q := s.db.WithContext(ctx).Order("id")
 	if params.PackageID != "" {
 		q = q.Where("package_id = ?", params.PackageID)
+	}
+	if params.GroupID != 0 {
+		q = q.Where("id = ? OR group_id = ?", params.GroupID, params.GroupID)
 	}
 	var ms []definitionModel
 	if err := q.Find(&ms).Error; err != nil {

@@ -124,6 +124,9 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 	if params.StartKey != "" {
 		q = q.Where("start_key = ?", params.StartKey)
 	}
+	if params.BusinessKey != "" {
+		q = q.Where("business_key = ?", params.BusinessKey)
+	}
 	if params.NoPendingEvents {
 		q = q.Where("NOT EXISTS (SELECT 1 FROM " + tableEvents + " e WHERE e.process_instance_id = " +
 			tableProcessInstances + ".id AND e.processed_at IS NULL)")
@@ -371,6 +374,12 @@ func (s *Store) ListActivityInstances(ctx context.Context, params store.ListActi
 	q := s.db.WithContext(ctx).Where("process_instance_id = ?", params.ProcessInstanceID).Order("id")
 	if len(params.States) > 0 {
 		q = q.Where("state IN ?", params.States)
+	}
+	if params.AfterID != 0 {
+		q = q.Where("id > ?", params.AfterID)
+	}
+	if params.Limit > 0 {
+		q = q.Limit(params.Limit)
 	}
 	var ms []activityInstanceModel
 	if err := q.Find(&ms).Error; err != nil {

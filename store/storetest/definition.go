@@ -19,7 +19,7 @@ func (h *harness) testDefinitions(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.NotZero(t, d.ID)
-		want := store.Definition{ID: d.ID, PackageID: "p", Version: 1, Name: "A package", Source: source, CreatedAt: norm(t0)}
+		want := store.Definition{ID: d.ID, PackageID: "p", Version: 1, Name: "A package", Source: source, CreatedAt: norm(t0), GroupID: d.ID}
 		require.Equal(t, want, d)
 
 		got, err := b.s.GetDefinition(b.ctx, d.ID)
@@ -100,6 +100,51 @@ func (h *harness) testDefinitions(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.ElementsMatch(t, []int{1, 2, 3, 4}, versions)
+	})
+
+	t.Run("DeployedTogether", func(t *testing.T) {
+		// Packages deployed together name the first of them as their
+		// group; one deployed alone is its own group. A file name is kept
+		// as given, and none reads as "".
+		b := h.setup(t)
+		var first, second store.Definition
+		err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			first, err = tx.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", File: "parent.xpdl", CreatedAt: t0})
+			if err != nil {
+				return err
+			}
+			second, err = tx.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", File: "child.xpdl", GroupID: first.ID, CreatedAt: t0})
+			return err
+		})
+		require.NoError(t, err)
+		alone, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "q", CreatedAt: t0})
+		require.NoError(t, err)
+		require.Equal(t, first.ID, first.GroupID)
+		require.Equal(t, first.ID, second.GroupID)
+		require.Equal(t, []int{1, 2}, []int{first.Version, second.Version}, "two files sharing a package id are two versions")
+		require.Equal(t, alone.ID, alone.GroupID)
+		require.Equal(t, "child.xpdl", second.File)
+		require.Empty(t, alone.File)
+
+		got, err := b.s.GetDefinition(b.ctx, second.ID)
+		require.NoError(t, err)
+		require.Equal(t, second, got)
+		group, err := b.s.ListDefinitions(b.ctx, store.ListDefinitionsParams{GroupID: first.ID})
+		require.NoError(t, err)
+		require.Equal(t, []store.Definition{first, second}, group)
+		group, err = b.s.ListDefinitions(b.ctx, store.ListDefinitionsParams{GroupID: alone.ID})
+		require.NoError(t, err)
+		require.Equal(t, []store.Definition{alone}, group)
+
+		// A group must be the first definition of a deployment.
+		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "r", GroupID: second.ID, CreatedAt: t0})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "r", GroupID: 12345, CreatedAt: t0})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		none, err := b.s.ListDefinitions(b.ctx, store.ListDefinitionsParams{PackageID: "r"})
+		require.NoError(t, err)
+		require.Empty(t, none)
 	})
 
 	t.Run("NotFound", func(t *testing.T) {

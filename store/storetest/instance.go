@@ -30,6 +30,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 			UpdatedAt:        at(time.Second),
 			EndedAt:          ptr(at(time.Minute)),
 			StartKey:         "order-42/approve",
+			BusinessKey:      "order-42",
 		}
 		pi, err := b.s.InsertProcessInstance(b.ctx, in)
 		require.NoError(t, err)
@@ -611,6 +612,11 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		require.Equal(t, []store.ActivityInstance{got[1]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p2.ID}))
 		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: p2.ID, States: []string{"Completed"}}))
 		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: 12345}))
+		// Pages: AfterID and Limit.
+		require.Equal(t, []store.ActivityInstance{got[0], got[2]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, Limit: 2}))
+		require.Equal(t, []store.ActivityInstance{got[3], got[4]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, AfterID: got[2].ID, Limit: 2}))
+		require.Equal(t, []store.ActivityInstance{got[4]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, States: []string{"Active"}, AfterID: got[2].ID}))
+		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, AfterID: got[4].ID}))
 	})
 
 	t.Run("InvalidBatchInsertsNothing", func(t *testing.T) {

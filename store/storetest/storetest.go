@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Incident", h.testIncidents)
 	t.Run("Migrate", h.testMigrate)
 	t.Run("Batch", h.testBatches)
+	t.Run("Lock", h.testLocks)
+	t.Run("Purge", h.testPurge)
 }
 
 type harness struct {
