@@ -28,7 +28,8 @@ var purgeTables = []string{
 	tableTimers,
 	tableSubscriptions,
 	tableIncidents,
-	tableLocks, // none is left by an instance that ended; kept in step all the same
+	tableLocks,         // none is left by an instance that ended; kept in step all the same
+	tableBatchFailures, // a batch's record of a skipped or failed instance goes with it (its counts stay)
 }
 
 // purgeChunk is the most ids one IN list of a purge carries.
