@@ -149,7 +149,7 @@ func formatCounts(counts map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-const startUsage = `Usage: goxpdl start --db DSN [--set NAME=VALUE]... [--wait] [--json] PACKAGE[:PROCESS]
+const startUsage = `Usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K] [--wait] [--json] PACKAGE[:PROCESS]
 
 Start creates an instance of a process of the latest deployed version of
 PACKAGE: PROCESS is the WorkflowProcess id (default: the one no other
@@ -165,10 +165,13 @@ Flags (before or after the argument):
 
 	--set NAME=VALUE  initial value of a data field (repeatable), parsed by
 	                  the field's type
+	--business-key K  the host's key of the instance (an order number):
+	                  kept on it, inherited by its subflows, and what
+	                  "goxpdl instances --business-key K" finds
 ` + opUsage + `
 ` + opExitStatus
 
-const startShortUsage = "usage: goxpdl start --db DSN [--set NAME=VALUE]... [--wait] [--json] PACKAGE[:PROCESS]\n"
+const startShortUsage = "usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K] [--wait] [--json] PACKAGE[:PROCESS]\n"
 
 func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var o opFlags
@@ -176,6 +179,7 @@ func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
 	o.register(fs)
 	fs.Var(sets, "set", "NAME=VALUE")
+	businessKey := fs.String("business-key", "", "the instance's business key")
 	pos, code, ok := parseOp(fs, cmdSpec{name: "start", usage: startUsage, short: startShortUsage, args: 1}, &o, args, stdout, stderr)
 	if !ok {
 		return code
@@ -190,7 +194,7 @@ func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer s.close()
-	id, err := s.e.StartProcess(ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor})
+	id, err := s.e.StartProcess(ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor, BusinessKey: *businessKey})
 	if err != nil {
 		return s.refusal(err)
 	}
