@@ -566,7 +566,7 @@ func (r *run) withdrawWorkItems() error {
 // moveOpenItems applies cmd (withdraw, suspend, resume) to every open
 // work item of the process that accepts it.
 func (r *run) moveOpenItems(cmd workitem.Command) error {
-	return r.moveItems(cmd, WorkItemFilter(r.pi.ID))
+	return r.moveItems(cmd, openItems(r.pi.ID))
 }
 
 // moveItems applies cmd to the work items filter selects that accept it.

@@ -47,6 +47,17 @@ type StartOptions struct {
 	// already used for another package or process is refused with
 	// ErrKeyReused. The variables of a repeated start are not compared.
 	IdempotencyKey string
+	// BusinessKey is the host's key of what the instance works on (an
+	// order number, an account): kept on the instance (and its subflow
+	// instances), found with store.ListProcessInstancesParams.BusinessKey,
+	// at most 255 bytes. It need not be unique, unless Lock says so.
+	BusinessKey string
+	// Lock, when not nil, takes a lock on BusinessKey (required) for the
+	// life of the instance: a second locked start of the key is refused
+	// with a *LockedError (ErrLocked) naming the holder, or, with
+	// Lock.Wait, queued until the lock is free. See engine/lock.go and
+	// docs/operations.md.
+	Lock *LockOptions
 }
 
 // StartProcess creates a process instance in its own transaction and
@@ -85,22 +96,23 @@ func (e *Engine) Transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.
 
 // StartProcessTx is StartProcess inside the host's transaction tx: the
 // instance exists if and only if tx commits. The engine picks it up from
-// the outbox after the commit (see Transaction).
+// the outbox after the commit (see Transaction). A nil tx is the
+// engine's own transaction, as in every …Tx method: StartProcess.
 func (e *Engine) StartProcessTx(ctx context.Context, tx *gorm.DB, opts StartOptions) (int64, error) {
-	if tx == nil {
-		return 0, fmt.Errorf("%w: StartProcessTx with a nil transaction", ErrConfig)
-	}
 	return e.startProcess(ctx, tx, opts)
 }
 
 func (e *Engine) startProcess(ctx context.Context, hostTx *gorm.DB, opts StartOptions) (int64, error) {
+	if err := opts.checkLock(); err != nil {
+		return 0, err
+	}
 	id, err := e.startProcessOnce(ctx, hostTx, opts)
 	if errors.Is(err, store.ErrDuplicate) && opts.IdempotencyKey != "" && hostTx == nil {
 		// A concurrent start with the same key committed first: this
 		// attempt finds its instance.
 		id, err = e.startProcessOnce(ctx, hostTx, opts)
 	}
-	return id, err
+	return e.lockedStart(ctx, hostTx, opts, id, err)
 }
 
 func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts StartOptions) (int64, error) {
@@ -141,6 +153,12 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		if len(proc.Activities) == 0 {
 			return &EmptyProcessError{Process: proc.ID}
 		}
+		// The key's locks first: a repeated start finds its instance
+		// below even when that holds the lock.
+		lock, err := r.lockForStart(opts, dep, proc)
+		if err != nil {
+			return err
+		}
 		if opts.IdempotencyKey != "" {
 			found, err := e.startedWithKey(r, opts.IdempotencyKey, dep, proc)
 			if err != nil || found != 0 {
@@ -152,7 +170,10 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		if err != nil {
 			return err
 		}
-		r.startKey = opts.IdempotencyKey
+		if err := lock.refusal(); err != nil {
+			return err
+		}
+		r.startKey, r.businessKey, r.lock = opts.IdempotencyKey, opts.BusinessKey, lock
 		child, err := e.createInstance(r, dep, proc, given, nil, nil)
 		if err != nil {
 			return err

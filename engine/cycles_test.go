@@ -185,9 +185,9 @@ func runCycle(t *testing.T, h *harness, src string, tc cycleCase) {
 			break
 		}
 		wi := items[0]
-		name := wi.ActivityDefID
-		if wi.Name != "" {
-			name = wi.Name
+		name := wi.Activity
+		if wi.ActivityName != "" {
+			name = wi.ActivityName
 		}
 		visits[name]++
 		var out map[string]any
@@ -195,7 +195,7 @@ func runCycle(t *testing.T, h *harness, src string, tc cycleCase) {
 			out = tc.outputs(name, visits[name])
 		}
 		_, err := h.e.CompleteWorkItem(h.ctx, wi.ID, engine.Completion{User: "admin", Outputs: out})
-		require.NoError(t, err, "complete %s", wi.ActivityDefID)
+		require.NoError(t, err, "complete %s", wi.Activity)
 	}
 	pi := h.requireState(id, wftype.ProcessCompleted)
 	require.Empty(t, pi.Diagnosis)

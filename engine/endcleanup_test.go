@@ -7,7 +7,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
@@ -56,20 +55,20 @@ func TestEndCleansUpAfterActivitySets(t *testing.T) {
 			id := h.startProcess("setpeople", "p", nil)
 			items := h.openItems(id)
 			require.Len(t, items, 1)
-			require.Equal(t, "Review", items[0].ActivityDefID)
+			require.Equal(t, "Review", items[0].Activity)
 			early, err := h.e.Send(h.ctx, engine.Message{MessageID: "terminated", Instance: id, Activity: "Reply"})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxPending, early.State, "kept until Reply is reached")
+			require.Equal(t, engine.DeliveryPending, early.State, "kept until Reply is reached")
 
 			require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 			h.requireState(id, wftype.ProcessTerminated)
-			items, err = h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: id})
+			items, err = workItemsOf(h.ctx, h.e, engine.WorkItemFilter{Instance: id})
 			require.NoError(t, err)
 			require.Len(t, items, 1)
-			require.Equal(t, string(workitem.Withdrawn), items[0].State)
+			require.Equal(t, workitem.Withdrawn, items[0].State)
 			d, err := h.e.Inbox(h.ctx, "terminated")
 			require.NoError(t, err)
-			require.Equal(t, store.InboxExpired, d.State)
+			require.Equal(t, engine.DeliveryExpired, d.State)
 		})
 
 		t.Run("Completed", func(t *testing.T) { //nolint:paralleltest // the subtests share one engine
@@ -78,13 +77,13 @@ func TestEndCleansUpAfterActivitySets(t *testing.T) {
 			require.Len(t, items, 1)
 			early, err := h.e.Send(h.ctx, engine.Message{MessageID: "completed", Instance: id, Activity: "Reply"})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxPending, early.State)
+			require.Equal(t, engine.DeliveryPending, early.State)
 
 			require.NoError(t, h.complete(items[0].ID, map[string]any{"answer": "no"}))
 			h.requireState(id, wftype.ProcessCompleted)
 			d, err := h.e.Inbox(h.ctx, "completed")
 			require.NoError(t, err)
-			require.Equal(t, store.InboxExpired, d.State, "Reply was never reached")
+			require.Equal(t, engine.DeliveryExpired, d.State, "Reply was never reached")
 		})
 	})
 }

@@ -10,6 +10,11 @@
 // processed in order per process instance, different instances in
 // parallel (DESIGN.md §3). The state machines are in engine/machine, the
 // navigator (splits, joins, deadlock) in engine/flow.
+//
+// Every command has a …Tx form that runs in the host's *gorm.DB
+// transaction; a nil tx means the engine's own transaction, as the plain
+// form. Every list call of the read API takes a filter and returns one
+// page with the cursor of the next (docs/engine.md, "Reading instances").
 package engine
 
 import (
@@ -155,6 +160,10 @@ type Config struct {
 	// without one (RegisterApplication's WithRetry); its zero fields are
 	// DefaultRetryPolicy's.
 	RetryPolicy RetryPolicy
+	// Retention deletes finished instances some time after they ended,
+	// on a schedule (engine/retention.go, docs/operations.md); the zero
+	// value keeps them forever.
+	Retention Retention
 }
 
 // DeadBranchMode is what a lost branch does (Config.DeadBranch).
@@ -227,6 +236,7 @@ type Engine struct {
 	reservesIDs bool
 	timers      *timer.Service
 	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
+	retention   *retention
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
@@ -375,6 +385,9 @@ func New(cfg Config) (*Engine, error) {
 			}
 		})
 	}
+	if e.retention, err = e.newRetention(cfg.Retention, cfg.Location); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -407,6 +420,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.bus.Nudge()
 	if e.rescuer != nil {
 		e.rescuer.Start(ctx) // sweeps at once, then every RescueInterval
+	}
+	if e.retention.calendar != nil {
+		e.retention.calendar.Start(ctx)
 	}
 	return nil
 }
@@ -477,11 +493,14 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.state.CompareAndSwap(0, 2)
 		return nil
 	}
-	var rescuerErr error
+	var rescuerErr, retentionErr error
 	if e.rescuer != nil {
 		rescuerErr = e.rescuer.Stop(ctx)
 	}
-	return errors.Join(rescuerErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
+	if e.retention.calendar != nil {
+		retentionErr = e.retention.calendar.Stop(ctx)
+	}
+	return errors.Join(rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx
@@ -506,6 +525,10 @@ type Stats struct {
 	// Commits holds how the engine's own transactions shared database
 	// transactions (group commit).
 	Commits CommitStats
+	// Purged counts the process instances retention and Purge deleted
+	// (subflow instances included; PurgeTx's are not counted, since the
+	// engine does not see whether the host commits).
+	Purged uint64
 }
 
 // CommitStats counts the engine's own transactions (runs) and the
@@ -522,7 +545,7 @@ type CommitStats struct {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Timers: e.timers.Stats(), Conflicts: e.conflicts.Load(),
-		Commits: e.commits.stats()}
+		Commits: e.commits.stats(), Purged: e.retention.purged.Load()}
 }
 
 // Store returns the engine's store, for tools that read the engine's

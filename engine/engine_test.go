@@ -11,7 +11,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -119,10 +118,10 @@ func TestAbnormalActivityKeepsItsDiagnosis(t *testing.T) {
 	h.deploy(xpdltest.Graph("A:/xor B", "A>B?nosuchvar > 0"))
 	id := h.startProcess("pkg", "", nil)
 	h.requireState(id, wftype.ProcessRunning)
-	acts, err := h.e.Activities(h.ctx, id)
+	acts, err := activitiesOf(h.ctx, h.e, id)
 	require.NoError(t, err)
 	require.Len(t, acts, 1)
-	require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
+	require.Equal(t, wftype.ActivityAbnormal, acts[0].State)
 	require.Contains(t, acts[0].Diagnosis, "transition t1")
 	require.Contains(t, acts[0].Diagnosis, "nosuchvar")
 }
@@ -210,10 +209,10 @@ func TestApplications(t *testing.T) {
 			h.deploy(toolPackage("fatal", tool("Fatal", "risky")+xpdltest.Activity("B", "<Route/>", "", ""), xpdltest.Transition("t1", "Fatal>B")))
 			id := h.startProcess("fatal", "", nil)
 			h.requireState(id, wftype.ProcessRunning)
-			acts, err := h.e.Activities(h.ctx, id)
+			acts, err := activitiesOf(h.ctx, h.e, id)
 			require.NoError(t, err)
 			require.Len(t, acts, 1)
-			require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
+			require.Equal(t, wftype.ActivityAbnormal, acts[0].State)
 			require.Contains(t, acts[0].Diagnosis, "disk on fire")
 		})
 
@@ -222,7 +221,7 @@ func TestApplications(t *testing.T) {
 			h.deploy(src)
 			id := h.startProcess("unbound", "", nil)
 			h.requireState(id, wftype.ProcessRunning)
-			acts, err := h.e.Activities(h.ctx, id)
+			acts, err := activitiesOf(h.ctx, h.e, id)
 			require.NoError(t, err)
 			require.Contains(t, acts[0].Diagnosis, engine.ErrNoApplication.Error())
 		})
@@ -251,9 +250,9 @@ func TestWorkItems(t *testing.T) {
 		items := h.openItems(id)
 		require.Len(t, items, 1)
 		require.Equal(t, "clerk", items[0].Performer)
-		acts, err := h.e.Activities(h.ctx, id)
+		acts, err := activitiesOf(h.ctx, h.e, id)
 		require.NoError(t, err)
-		require.Equal(t, string(wftype.ActivityInActive), acts[0].State)
+		require.Equal(t, wftype.ActivityInActive, acts[0].State)
 
 		err = h.complete(items[0].ID, map[string]any{"x": "lots"})
 		require.ErrorIs(t, err, engine.ErrWrongType)
@@ -360,9 +359,9 @@ func TestBadInput(t *testing.T) {
 		require.ErrorIs(t, err, engine.ErrWrongType)
 		_, err = h.e.StartProcess(h.ctx, engine.StartOptions{Package: "pkg", Variables: map[string]any{"y": 1}})
 		require.ErrorIs(t, err, engine.ErrUnknownVariable)
-		n, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{})
+		n, err := h.e.Instances(h.ctx, engine.InstanceFilter{})
 		require.NoError(t, err)
-		require.Empty(t, n, "refused starts leave nothing behind")
+		require.Empty(t, n.Instances, "refused starts leave nothing behind")
 	})
 }
 

@@ -52,6 +52,10 @@ var (
 	// ErrWrongInstance: an activity instance named in a command belongs
 	// to another process instance than the one named.
 	ErrWrongInstance = errors.New("activity instance belongs to another process instance")
+	// ErrLocked: a start's business key is locked by another instance
+	// (StartOptions.Lock); returned as a *LockedError naming the holder.
+	// Nothing was created.
+	ErrLocked = errors.New("business key is locked")
 )
 
 // EmptyProcessError refuses to start a process without activities: an

@@ -131,11 +131,9 @@ func (e *Engine) Signal(ctx context.Context, name string, opts SignalOpts) (Broa
 // SignalTx is Signal inside the host's transaction tx: the signal is sent
 // if and only if tx commits, to the events waiting then as tx sees them.
 // The deliveries are picked up from the outbox after the commit (see
-// Engine.Transaction).
+// Engine.Transaction). A nil tx is the engine's own transaction, as in
+// every …Tx method: Signal.
 func (e *Engine) SignalTx(ctx context.Context, tx *gorm.DB, name string, opts SignalOpts) (Broadcast, error) {
-	if tx == nil {
-		return Broadcast{}, fmt.Errorf("%w: SignalTx with a nil transaction", ErrConfig)
-	}
 	return e.signal(ctx, tx, name, opts)
 }
 

@@ -160,13 +160,13 @@ func eventHarness(t *testing.T, db *gorm.DB) (*harness, func(time.Duration), *re
 func activityStates(h *harness, id int64) map[string]string {
 	h.t.Helper()
 	h.idle()
-	acts, err := h.e.Activities(h.ctx, id)
+	acts, err := activitiesOf(h.ctx, h.e, id)
 	require.NoError(h.t, err)
 	out := map[string]string{}
 	for _, a := range acts {
-		out[a.ActivityDefID] = a.State
+		out[a.Activity] = string(a.State)
 		if a.Diagnosis != "" {
-			out[a.ActivityDefID] += ": " + a.Diagnosis
+			out[a.Activity] += ": " + a.Diagnosis
 		}
 	}
 	return out
@@ -251,7 +251,7 @@ func TestEventGateway(t *testing.T) {
 			armed(h, id)
 			d, err := h.e.Send(h.ctx, engine.Message{MessageID: "gw-paid", Instance: id, Activity: "Paid", Outputs: map[string]any{"amount": 7}})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State, d.Reason)
+			require.Equal(t, engine.DeliveryApplied, d.State, d.Reason)
 			decided(h, id, "Paid", "Ship")
 			require.Equal(t, int64(7), h.vars(id)["amount"])
 			require.Len(t, rec.of(id, engine.RecordMessageApplied), 1)
@@ -269,7 +269,7 @@ func TestEventGateway(t *testing.T) {
 			// The message that comes too late finds the instance finished.
 			d, err := h.e.Send(h.ctx, engine.Message{MessageID: "gw-late", Instance: id, Activity: "Paid"})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxExpired, d.State)
+			require.Equal(t, engine.DeliveryExpired, d.State)
 		})
 
 		t.Run("TimerWins", func(t *testing.T) { //nolint:paralleltest // the subtests share one engine, its fake clock and its instances
@@ -287,7 +287,7 @@ func TestEventGateway(t *testing.T) {
 			armed(h, id)
 			d, err := h.e.Send(h.ctx, engine.Message{MessageID: "gw-receive", Instance: id, Activity: "Receive", Outputs: map[string]any{"note": "got it"}})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State, d.Reason)
+			require.Equal(t, engine.DeliveryApplied, d.State, d.Reason)
 			decided(h, id, "Receive", "Received")
 			require.Equal(t, "got it", h.vars(id)["note"])
 		})
@@ -304,11 +304,11 @@ func TestEventGateway(t *testing.T) {
 			}
 			h.requireState(id, wftype.ProcessCompleted)
 			require.Equal(t, map[string]int{"Start": 1, "Gate": 3, "Tick": 3, "Stop": 3, "Count": 3, "Again": 3, "Done": 1}, h.started(id))
-			acts, err := h.e.Activities(h.ctx, id)
+			acts, err := activitiesOf(h.ctx, h.e, id)
 			require.NoError(t, err)
 			for _, a := range acts {
-				if a.ActivityDefID == "Stop" {
-					require.Equal(t, choiceLost("Tick"), a.State+": "+a.Diagnosis)
+				if a.Activity == "Stop" {
+					require.Equal(t, choiceLost("Tick"), string(a.State)+": "+a.Diagnosis)
 				}
 			}
 			require.Equal(t, int64(3), h.vars(id)["i"])
@@ -323,12 +323,12 @@ func TestEventGateway(t *testing.T) {
 				MessageID: "gw-early", Match: &engine.Match{Process: "choice", Variable: "ref", Value: "R-1"}, Activity: "Paid",
 			})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxPending, d.State)
+			require.Equal(t, engine.DeliveryPending, d.State)
 			id := start(h, map[string]any{"ref": "R-1"})
 			decided(h, id, "Paid", "Ship")
 			got, err := h.e.Inbox(h.ctx, "gw-early")
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, got.State)
+			require.Equal(t, engine.DeliveryApplied, got.State)
 			require.Equal(t, id, got.Instance)
 		})
 	})
@@ -406,7 +406,7 @@ func TestSignal(t *testing.T) {
 			require.Equal(t, "go", again.Name)
 			d, err := h.e.Inbox(h.ctx, "sig-1")
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State)
+			require.Equal(t, engine.DeliveryApplied, d.State)
 
 			// Concurrent sends of one id: one signal, the others duplicates.
 			other := h.startProcess("events", "waiter", nil)
@@ -449,8 +449,8 @@ func TestSignal(t *testing.T) {
 			require.NoError(t, err)
 			_, err = h.e.Signal(h.ctx, "go", engine.SignalOpts{SignalID: "a-message"})
 			require.ErrorIs(t, err, engine.ErrConfig, "a message's id")
-			_, err = h.e.SignalTx(h.ctx, nil, "go", engine.SignalOpts{})
-			require.ErrorIs(t, err, engine.ErrConfig)
+			_, err = h.e.SignalTx(h.ctx, nil, "", engine.SignalOpts{})
+			require.ErrorIs(t, err, engine.ErrConfig, "a nil tx is the engine's own; the signal is still checked")
 		})
 
 		t.Run("WrongVariableType", func(t *testing.T) { //nolint:paralleltest // the subtests share one engine, its fake clock and its instances
@@ -545,7 +545,7 @@ func TestMessageEvent(t *testing.T) {
 
 			d, err := h.e.Send(h.ctx, engine.Message{MessageID: "ok", Instance: id, Activity: "Paid", Outputs: map[string]any{"amount": 3}})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State)
+			require.Equal(t, engine.DeliveryApplied, d.State)
 			require.Equal(t, "caught by activity Paid", d.Reason)
 			again, err := h.e.Send(h.ctx, engine.Message{MessageID: "ok", Instance: id, Activity: "Paid", Outputs: map[string]any{"amount": 3}})
 			require.NoError(t, err)
@@ -561,12 +561,12 @@ func TestMessageEvent(t *testing.T) {
 			h.idle()
 			d, err := h.e.Send(h.ctx, engine.Message{MessageID: "early-bad", Instance: id, Activity: "Paid", Outputs: map[string]any{"amount": 1.5}})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxPending, d.State)
+			require.Equal(t, engine.DeliveryPending, d.State)
 			require.NoError(t, h.complete(openItemOf(h, id, "Prepare").ID, nil))
 			require.Equal(t, waiting, activityStates(h, id)["Paid"], "the message could not complete it")
 			got, err := h.e.Inbox(h.ctx, "early-bad")
 			require.NoError(t, err)
-			require.Equal(t, store.InboxExpired, got.State)
+			require.Equal(t, engine.DeliveryExpired, got.State)
 			require.Contains(t, got.Reason, `variable "amount"`)
 		})
 
@@ -576,13 +576,13 @@ func TestMessageEvent(t *testing.T) {
 			require.NoError(t, h.e.Suspend(h.ctx, id, engine.Op{}))
 			d, err := h.e.Send(h.ctx, engine.Message{MessageID: "while-suspended", Instance: id, Activity: "Paid"})
 			require.NoError(t, err)
-			require.Equal(t, store.InboxPending, d.State)
+			require.Equal(t, engine.DeliveryPending, d.State)
 			require.Equal(t, waiting, activityStates(h, id)["Paid"])
 			require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
 			h.requireState(id, wftype.ProcessCompleted)
 			got, err := h.e.Inbox(h.ctx, "while-suspended")
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, got.State)
+			require.Equal(t, engine.DeliveryApplied, got.State)
 		})
 	})
 }

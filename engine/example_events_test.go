@@ -98,10 +98,10 @@ func ExampleEngine_Signal() {
 	_ = e.WaitIdle(ctx)
 
 	for i, id := range orders {
-		acts, _ := e.Activities(ctx, id)
-		for _, a := range acts {
-			if a.ActivityDefID == "Ship" || a.ActivityDefID == "Refund" {
-				fmt.Printf("order %d ended at %s\n", i+1, a.ActivityDefID)
+		acts, _ := e.Activities(ctx, engine.ActivityFilter{Instance: id})
+		for _, a := range acts.Activities {
+			if a.Activity == "Ship" || a.Activity == "Refund" {
+				fmt.Printf("order %d ended at %s\n", i+1, a.Activity)
 			}
 		}
 	}

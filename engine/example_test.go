@@ -7,6 +7,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/workitem"
 )
 
 // orderXPDL is a small order process: a clerk approves, then the engine
@@ -73,14 +74,15 @@ func Example() {
 		log.Fatal(err)
 	}
 	_ = e.WaitIdle(ctx) // the instance runs in the background: let it offer its work item
-	items, err := e.WorkItems(ctx, engine.WorkItemFilter(id))
+	open, err := e.WorkItems(ctx, engine.WorkItemFilter{Instance: id, States: workitem.OpenStates})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("work item for", items[0].Performer)
+	item := open.WorkItems[0]
+	fmt.Println("work item for", item.Performer)
 
 	completion := engine.Completion{User: "alice", Outputs: map[string]any{"approved": true}}
-	if _, err := e.CompleteWorkItem(ctx, items[0].ID, completion); err != nil {
+	if _, err := e.CompleteWorkItem(ctx, item.ID, completion); err != nil {
 		log.Fatal(err)
 	}
 	_ = e.WaitIdle(ctx)

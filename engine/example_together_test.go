@@ -6,7 +6,6 @@ import (
 	"log"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 )
 
@@ -66,11 +65,12 @@ func ExampleEngine_DeployTogether() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	kids, err := e.Instances(ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
+	kids, err := e.Instances(ctx, engine.InstanceFilter{Parent: id})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(pi.ProcessDefID, pi.State, "- subflow", kids[0].ProcessDefID, kids[0].State, "of", ds[1].File)
+	kid := kids.Instances[0]
+	fmt.Println(pi.Process, pi.State, "- subflow", kid.Process, kid.State, "of", ds[1].File)
 	// Output:
 	// loan.xpdl: package loans version 1, processes [loan]
 	// loan-scoring.xpdl: package loans version 2, processes [scoring]

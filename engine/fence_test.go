@@ -52,7 +52,7 @@ func TestALostClaimCannotCommit(t *testing.T) {
 		require.NoError(t, e.handle(ctx, evs[0]), "a lost claim is dropped, not retried")
 		inst, err := e.Instance(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, string(wftype.ProcessRunning), inst.State, "the terminate did not commit")
+		require.Equal(t, wftype.ProcessRunning, inst.State, "the terminate did not commit")
 		ev, err := e.store.GetEvent(ctx, evs[0].ID)
 		require.NoError(t, err)
 		require.Nil(t, ev.ProcessedAt)

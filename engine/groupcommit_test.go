@@ -20,6 +20,7 @@ import (
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
@@ -179,15 +180,15 @@ func TestStaleCachedInstanceIsFencedByItsVersion(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, snap.pi.Version+2, fresh.pi.Version, "the retry read the bumped version and wrote the next")
 
-		items, err := e.WorkItems(ctx, WorkItemFilter(id))
+		items, err := e.WorkItems(ctx, WorkItemFilter{Instance: id, States: workitem.OpenStates})
 		require.NoError(t, err)
-		require.Len(t, items, 1)
-		_, err = e.CompleteWorkItem(ctx, items[0].ID, Completion{User: "clerk1"})
+		require.Len(t, items.WorkItems, 1)
+		_, err = e.CompleteWorkItem(ctx, items.WorkItems[0].ID, Completion{User: "clerk1"})
 		require.NoError(t, err)
 		require.NoError(t, e.WaitIdle(ctx))
 		inst, err := e.Instance(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, string(wftype.ProcessCompleted), inst.State)
+		require.Equal(t, wftype.ProcessCompleted, inst.State)
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 )
@@ -87,7 +86,7 @@ func (h *harness) requireState(id int64, want wftype.ProcessState) engine.Proces
 		h.awaitFinal(id)
 	}
 	pi := h.instance(id)
-	require.Equal(h.t, string(want), pi.State, "diagnosis: %s", pi.Diagnosis)
+	require.Equal(h.t, want, pi.State, "diagnosis: %s", pi.Diagnosis)
 	return pi
 }
 
@@ -105,7 +104,7 @@ func (h *harness) awaitFinal(id int64) {
 	for {
 		pi, err := h.e.Instance(h.ctx, id)
 		require.NoError(h.t, err)
-		if wftype.ProcessState(pi.State).IsFinal() {
+		if pi.State.IsFinal() {
 			return
 		}
 		select {
@@ -120,7 +119,7 @@ func (h *harness) awaitFinal(id int64) {
 func (h *harness) openItems(id int64) []engine.WorkItem {
 	h.t.Helper()
 	h.idle()
-	items, err := h.e.WorkItems(h.ctx, engine.WorkItemFilter(id))
+	items, err := workItemsOf(h.ctx, h.e, openItemsOf(id))
 	require.NoError(h.t, err)
 	return items
 }
@@ -137,7 +136,7 @@ func (h *harness) completeAll(ids ...int64) {
 	h.t.Helper()
 	for range 1000 {
 		h.idle()
-		items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{States: []string{string(workitem.Offered)}})
+		items, err := workItemsOf(h.ctx, h.e, engine.WorkItemFilter{States: []workitem.State{workitem.Offered}})
 		require.NoError(h.t, err)
 		if len(items) == 0 {
 			return
@@ -153,11 +152,11 @@ func (h *harness) completeAll(ids ...int64) {
 func (h *harness) started(id int64) map[string]int {
 	h.t.Helper()
 	h.idle()
-	acts, err := h.e.Activities(h.ctx, id)
+	acts, err := activitiesOf(h.ctx, h.e, id)
 	require.NoError(h.t, err)
 	out := map[string]int{}
 	for _, a := range acts {
-		out[a.ActivityDefID]++
+		out[a.Activity]++
 	}
 	return out
 }
@@ -184,4 +183,62 @@ func (h *harness) vars(id int64) map[string]any {
 	v, err := h.e.Variables(h.ctx, id)
 	require.NoError(h.t, err)
 	return v
+}
+
+// activitiesOf reads every page of the activity instances of process
+// instance id.
+func activitiesOf(ctx context.Context, e *engine.Engine, id int64) ([]engine.ActivityInstance, error) {
+	var out []engine.ActivityInstance
+	f := engine.ActivityFilter{Instance: id, Limit: 7} // small pages: the cursor is walked too
+	for {
+		page, err := e.Activities(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Activities...)
+		if page.Next == 0 {
+			return out, nil
+		}
+		f.After = page.Next
+	}
+}
+
+// workItemsOf reads every page of the work items f selects.
+func workItemsOf(ctx context.Context, e *engine.Engine, f engine.WorkItemFilter) ([]engine.WorkItem, error) {
+	var out []engine.WorkItem
+	f.Limit = 7 // small pages: the cursor is walked too
+	for {
+		page, err := e.WorkItems(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.WorkItems...)
+		if page.Next == 0 {
+			return out, nil
+		}
+		f.After = page.Next
+	}
+}
+
+// openItemsOf is the filter of the open work items of process instance
+// id.
+func openItemsOf(id int64) engine.WorkItemFilter {
+	return engine.WorkItemFilter{Instance: id, States: workitem.OpenStates}
+}
+
+// timersOf reads every page of the timers of process instance id.
+func timersOf(ctx context.Context, e *engine.Engine, id int64) ([]engine.Timer, error) {
+	var out []engine.Timer
+	f := engine.TimerFilter{Instance: id, Limit: 2} // small pages: the cursor is walked too
+	for {
+		page, err := e.Timers(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Timers...)
+		if page.Next == "" {
+			return out, nil
+		}
+		f.After = page.Next
+	}
 }

@@ -73,6 +73,9 @@ type HistoryPage struct {
 // state change of it, its activities and its work items, and every
 // variable a command changed, oldest first.
 func (e *Engine) History(ctx context.Context, f HistoryFilter) (HistoryPage, error) {
+	if err := checkPage(f.After, f.Limit); err != nil {
+		return HistoryPage{}, err
+	}
 	pi, err := e.Instance(ctx, f.Instance)
 	if err != nil {
 		return HistoryPage{}, err
@@ -95,16 +98,7 @@ func (e *Engine) History(ctx context.Context, f HistoryFilter) (HistoryPage, err
 	for _, a := range acts {
 		defOf[a.ID] = a.ActivityDefID
 	}
-	names := map[string]string{}
-	if dep, err := e.definition(ctx, e.store, pi.DefinitionID); err == nil {
-		if proc := dep.pkg.Process(pi.ProcessDefID); proc != nil {
-			for _, f := range proc.Flows() {
-				for _, a := range f.Activities {
-					names[a.ID] = a.Name
-				}
-			}
-		}
-	}
+	names := e.activityNames(ctx, pi.DefinitionID, pi.Process)
 	page.Entries = make([]HistoryEntry, len(rows))
 	for i, row := range rows {
 		h := HistoryEntry{

@@ -11,6 +11,7 @@ import (
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 )
 
 // hookXPDL: Check (automatic) has an onEnter hook, Approve (manual) an
@@ -67,7 +68,7 @@ func TestBonitaHooks(t *testing.T) {
 		wi := h.item(id, "Approve")
 		err := h.complete(wi.ID, nil)
 		require.ErrorContains(t, err, "hook com.example.hooks.Judge of activity Approve: not yet")
-		require.Equal(t, "Offered", h.item(id, "Approve").State, "a failing onFinish hook refuses the completion")
+		require.Equal(t, workitem.Offered, h.item(id, "Approve").State, "a failing onFinish hook refuses the completion")
 		require.Equal(t, "none", h.vars(id)["verdict"])
 
 		refuse = false
@@ -84,10 +85,10 @@ func TestUnboundHookFailsTheActivity(t *testing.T) {
 	h.deploy(hookXPDL)
 	id := h.startProcess("hooks", "p", nil)
 	h.idle()
-	acts, err := h.e.Activities(h.ctx, id)
+	acts, err := activitiesOf(h.ctx, h.e, id)
 	require.NoError(t, err)
 	require.Len(t, acts, 1)
-	require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
+	require.Equal(t, wftype.ActivityAbnormal, acts[0].State)
 	require.Contains(t, acts[0].Diagnosis, "hook com.example.hooks.CountCheck of activity Check")
 }
 

@@ -60,7 +60,7 @@ type Delivery struct {
 	MessageID string
 	// State is Applied (its work item was completed), Pending (waiting
 	// in the inbox) or Expired.
-	State string
+	State DeliveryState
 	// Reason says what applying did, or why the message expired.
 	Reason string
 	// Instance is the process instance it was matched to; 0 while
@@ -70,6 +70,21 @@ type Delivery struct {
 	// the first delivery's state now.
 	Duplicate bool
 }
+
+// DeliveryState is what became of a message.
+type DeliveryState string
+
+// The delivery states.
+const (
+	// DeliveryPending: the message waits in the inbox for its activity
+	// (or its instance, when matched by data).
+	DeliveryPending DeliveryState = store.InboxPending
+	// DeliveryApplied: the message was applied to its instance.
+	DeliveryApplied DeliveryState = store.InboxApplied
+	// DeliveryExpired: the message expired, or could not be applied,
+	// before it was; Reason says why.
+	DeliveryExpired DeliveryState = store.InboxExpired
+)
 
 // Message kinds in the inbox.
 const inboxComplete = "complete"
@@ -332,7 +347,7 @@ func (e *Engine) Inbox(ctx context.Context, messageID string) (Delivery, error) 
 }
 
 func deliveryOf(msg store.InboxMessage) Delivery {
-	return Delivery{MessageID: msg.MessageID, State: msg.State, Reason: msg.Reason, Instance: msg.ProcessInstanceID}
+	return Delivery{MessageID: msg.MessageID, State: DeliveryState(msg.State), Reason: msg.Reason, Instance: msg.ProcessInstanceID}
 }
 
 // encodeMatchValue encodes a correlation value as variables are stored,

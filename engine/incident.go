@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/goxpdl/goxpdl/store"
@@ -40,6 +42,11 @@ const (
 	// performer does not resolve, an event type not executed, ...).
 	CauseOther IncidentCause = "other"
 )
+
+// IncidentCauses lists every incident cause.
+var IncidentCauses = []IncidentCause{
+	CauseApplication, CauseFailing, CauseRetriesExhausted, CauseCondition, CauseException, CauseSubflow, CauseLocking, CauseOther,
+}
 
 // IncidentState is whether an incident waits for an operator.
 type IncidentState string
@@ -115,6 +122,9 @@ func pageLimit(limit int) int {
 
 // Incidents lists the incidents the filter selects, one page at a time.
 func (e *Engine) Incidents(ctx context.Context, f IncidentFilter) (IncidentPage, error) {
+	if err := checkPage(f.After, f.Limit); err != nil {
+		return IncidentPage{}, err
+	}
 	limit := pageLimit(f.Limit)
 	params := store.ListIncidentsParams{ProcessInstanceID: f.Instance, AfterID: f.After, Limit: limit + 1}
 	states := f.States
@@ -122,9 +132,15 @@ func (e *Engine) Incidents(ctx context.Context, f IncidentFilter) (IncidentPage,
 		states = []IncidentState{IncidentOpen}
 	}
 	for _, s := range states {
+		if s != IncidentOpen && s != IncidentResolved {
+			return IncidentPage{}, fmt.Errorf("%w: unknown incident state %q", ErrBadFilter, s)
+		}
 		params.States = append(params.States, string(s))
 	}
 	for _, c := range f.Causes {
+		if !slices.Contains(IncidentCauses, c) {
+			return IncidentPage{}, fmt.Errorf("%w: unknown incident cause %q", ErrBadFilter, c)
+		}
 		params.Causes = append(params.Causes, string(c))
 	}
 	rows, err := e.store.ListIncidents(ctx, params)

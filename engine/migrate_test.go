@@ -34,7 +34,7 @@ func TestMigrateMovesAnInstanceToANewVersion(t *testing.T) {
 		id := h.startProcess("mig", "p", map[string]any{"x": int64(7)})
 		require.NoError(t, h.complete(h.openItem(id).ID, nil))
 		b := h.openItem(id)
-		require.Equal(t, "B", b.ActivityDefID)
+		require.Equal(t, "B", b.Activity)
 		v2 := h.deploy(versionedPackage("mig", "Review", priorityField))
 
 		versions, err := h.e.Versions(h.ctx, "mig")
@@ -48,7 +48,7 @@ func TestMigrateMovesAnInstanceToANewVersion(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, engine.MigrationPlan{
 			Instance: id, Process: "p", From: v1.ID, FromVersion: 1, To: v2.ID, ToVersion: 2,
-			Activities:   []engine.ActivityMapping{{ActivityInstance: b.ActivityInstanceID, From: "B", To: "Review"}},
+			Activities:   []engine.ActivityMapping{{ActivityInstance: b.ActivityInstance, From: "B", To: "Review"}},
 			NewVariables: []string{"priority"},
 		}, plan)
 		require.Equal(t, v1.ID, h.instance(id).DefinitionID, "a plan changes nothing")
@@ -57,7 +57,7 @@ func TestMigrateMovesAnInstanceToANewVersion(t *testing.T) {
 		require.Equal(t, v2.ID, h.instance(id).DefinitionID)
 		item := h.openItem(id)
 		require.Equal(t, b.ID, item.ID, "the work item is the same")
-		require.Equal(t, "Review", item.ActivityDefID)
+		require.Equal(t, "Review", item.Activity)
 		require.Equal(t, map[string]any{"x": int64(7), "s": "", "priority": int64(5)}, h.vars(id))
 		var migrated *engine.HistoryEntry
 		for _, e := range h.history(id) {
@@ -72,7 +72,7 @@ func TestMigrateMovesAnInstanceToANewVersion(t *testing.T) {
 
 		require.NoError(t, h.complete(item.ID, nil))
 		c := h.openItem(id)
-		require.Equal(t, "C", c.ActivityDefID)
+		require.Equal(t, "C", c.Activity)
 		require.NoError(t, h.complete(c.ID, nil))
 		h.requireState(id, wftype.ProcessCompleted)
 		versions, err = h.e.Versions(h.ctx, "mig")
@@ -97,7 +97,7 @@ func TestMigrateRefusesWhatWouldLoseSomething(t *testing.T) {
 		err := h.e.Migrate(h.ctx, id, engine.Migration{To: v2.ID}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrCannotMigrate)
 		require.ErrorAs(t, err, &me)
-		require.Equal(t, []string{"open activity instance " + itoa(b.ActivityInstanceID) + " (B) would go to B, which is not in the top level of version 2: map it to an activity there"}, me.Problems)
+		require.Equal(t, []string{"open activity instance " + itoa(b.ActivityInstance) + " (B) would go to B, which is not in the top level of version 2: map it to an activity there"}, me.Problems)
 
 		err = h.e.Migrate(h.ctx, id, engine.Migration{To: v2.ID, Activities: map[string]string{"B": "Nope", "Zed": "C"}}, engine.Op{})
 		require.ErrorAs(t, err, &me)
@@ -120,7 +120,7 @@ func TestMigrateRefusesWhatWouldLoseSomething(t *testing.T) {
 		after := h.instance(id)
 		require.Equal(t, before.DefinitionID, after.DefinitionID)
 		require.Equal(t, before.Version, after.Version, "nothing was written")
-		require.Equal(t, "B", h.openItem(id).ActivityDefID)
+		require.Equal(t, "B", h.openItem(id).Activity)
 
 		// A finished instance is not migrated.
 		require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
@@ -150,7 +150,7 @@ func TestMigrateKeepsArrivalsWaitingAtAJoin(t *testing.T) {
 		h.idle()
 		var p2 engine.WorkItem
 		for _, wi := range h.openItems(id) {
-			if wi.ActivityDefID == "P1" {
+			if wi.Activity == "P1" {
 				require.NoError(t, h.complete(wi.ID, nil))
 			} else {
 				p2 = wi
@@ -166,7 +166,7 @@ func TestMigrateKeepsArrivalsWaitingAtAJoin(t *testing.T) {
 		require.NoError(t, h.e.Migrate(h.ctx, id, engine.Migration{To: same.ID}, engine.Op{}))
 		require.NoError(t, h.complete(p2.ID, nil))
 		e := h.openItem(id)
-		require.Equal(t, "E", e.ActivityDefID, "the join fired with the arrival kept across the migration")
+		require.Equal(t, "E", e.Activity, "the join fired with the arrival kept across the migration")
 		require.NoError(t, h.complete(e.ID, nil))
 		h.requireState(id, wftype.ProcessCompleted)
 	})
@@ -200,7 +200,7 @@ func TestMigrateRacesACompletion(t *testing.T) {
 			}
 			require.Equal(t, v2.ID, h.instance(id).DefinitionID)
 			c := h.openItem(id)
-			require.Equal(t, "C", c.ActivityDefID)
+			require.Equal(t, "C", c.Activity)
 			require.NoError(t, h.complete(c.ID, nil))
 			h.requireState(id, wftype.ProcessCompleted)
 			require.Equal(t, map[string]int{"A": 1, "B": 1, "C": 1}, h.started(id))
@@ -209,3 +209,39 @@ func TestMigrateRacesACompletion(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// deadlinePackage is Approve (manual, with the deadlines given) -> Done,
+// and Escalated on the exception late.
+func deadlinePackage(deadlines string) string {
+	return replaceOnce(xpdltest.PackageWith("", `<WorkflowProcess Id="p"><Activities>
+    <Activity Id="Approve"><Implementation><No/></Implementation><Performer>clerk</Performer>`+deadlines+`</Activity>
+    <Activity Id="Done"><Route/></Activity>
+    <Activity Id="Escalated"><Route/></Activity>
+  </Activities><Transitions>
+    <Transition Id="t1" From="Approve" To="Done"/>
+    <Transition Id="t2" From="Approve" To="Escalated"><Condition Type="EXCEPTION">late</Condition></Transition>
+  </Transitions></WorkflowProcess>`), `Id="pkg"`, `Id="deadlinemig"`)
+}
+
+func TestMigrateRefusesToDropAPendingDeadline(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newHarness(t, db).start()
+		late := `<Deadline Execution="SYNCHR"><DeadlineCondition>PT1H</DeadlineCondition><ExceptionName>late</ExceptionName></Deadline>`
+		h.deploy(deadlinePackage(late))
+		id := h.startProcess("deadlinemig", "p", nil)
+		h.idle()
+		item := h.openItem(id)
+		none := h.deploy(deadlinePackage(""))
+		err := h.e.Migrate(h.ctx, id, engine.Migration{To: none.ID}, engine.Op{})
+		var me *engine.MigrationError
+		require.ErrorAs(t, err, &me)
+		require.Equal(t, []string{"activity instance " + itoa(item.ActivityInstance) + " (Approve) has pending deadlines; Approve of version 2 has 0 deadlines, not 1"}, me.Problems)
+
+		same := h.deploy(deadlinePackage(late))
+		require.NoError(t, h.e.Migrate(h.ctx, id, engine.Migration{To: same.ID}, engine.Op{}))
+		timers, err := timersOf(h.ctx, h.e, id)
+		require.NoError(t, err)
+		require.Len(t, timers, 1, "the deadline stays armed")
+	})
+}

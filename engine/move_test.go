@@ -13,6 +13,7 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
@@ -58,7 +59,7 @@ func TestJumpIsFreeFlow(t *testing.T) {
 		h.deploy(chainPackage("jump"))
 		id := h.startProcess("jump", "p", nil)
 		a := h.openItem(id)
-		require.Equal(t, "A", a.ActivityDefID)
+		require.Equal(t, "A", a.Activity)
 		var moved []engine.Record
 		var mu sync.Mutex
 		defer h.e.Subscribe(func(r engine.Record) {
@@ -71,12 +72,12 @@ func TestJumpIsFreeFlow(t *testing.T) {
 
 		require.NoError(t, h.e.Jump(h.ctx, id, "C", engine.Op{Actor: "dave", Reason: "customer skipped review"}))
 		c := h.openItem(id)
-		require.Equal(t, "C", c.ActivityDefID)
-		wi, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: id, ActivityInstanceID: a.ActivityInstanceID})
+		require.Equal(t, "C", c.Activity)
+		wi, err := workItemsOf(h.ctx, h.e, engine.WorkItemFilter{Instance: id, ActivityInstance: a.ActivityInstance})
 		require.NoError(t, err)
-		require.Equal(t, "Withdrawn", wi[0].State, "A's work item was withdrawn")
+		require.Equal(t, workitem.Withdrawn, wi[0].State, "A's work item was withdrawn")
 		actA := h.activityNamed(id, "A")
-		require.Equal(t, string(wftype.ActivityCompleted), actA.State)
+		require.Equal(t, wftype.ActivityCompleted, actA.State)
 		require.Equal(t, "cancelled by dave", actA.Diagnosis)
 		require.NoError(t, h.complete(c.ID, nil))
 		h.requireState(id, wftype.ProcessCompleted)
@@ -129,7 +130,7 @@ func TestMoveRefusesWhatCannotBeConsistent(t *testing.T) {
 		err = h.e.MoveInstance(h.ctx, other, engine.Move{Cancel: []int64{h.activityNamed(other, "A").ID}}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrCannotMove)
 		require.Contains(t, err.Error(), "only open activities are cancelled")
-		err = h.e.MoveInstance(h.ctx, other, engine.Move{Cancel: []int64{a.ActivityInstanceID}}, engine.Op{})
+		err = h.e.MoveInstance(h.ctx, other, engine.Move{Cancel: []int64{a.ActivityInstance}}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrWrongInstance)
 	})
 }
@@ -142,11 +143,11 @@ func TestRollbackGivesTheWorkBackToWhoDidIt(t *testing.T) {
 		id := h.startProcess("rollback", "p", nil)
 		_, err := h.e.CompleteWorkItem(h.ctx, h.openItem(id).ID, engine.Completion{User: "alice"})
 		require.NoError(t, err)
-		require.Equal(t, "B", h.openItem(id).ActivityDefID)
+		require.Equal(t, "B", h.openItem(id).Activity)
 
 		require.NoError(t, h.e.Rollback(h.ctx, id, "A", engine.Op{Actor: "erin", Reason: "wrong amount"}))
 		again := h.openItem(id)
-		require.Equal(t, "A", again.ActivityDefID)
+		require.Equal(t, "A", again.Activity)
 		require.Equal(t, []store.Principal{{Kind: store.PrincipalUser, ID: "alice"}}, again.Assignees, "back to who completed it")
 		_, err = h.e.CompleteWorkItem(h.ctx, again.ID, engine.Completion{User: "alice"})
 		require.NoError(t, err)
@@ -170,9 +171,9 @@ func TestWithdrawWhileNoSuccessorIsTakenUp(t *testing.T) {
 		require.ErrorIs(t, h.e.Withdraw(h.ctx, a.ID, "bob", engine.Op{}), engine.ErrNotAllowed, "only who completed it takes it back")
 		require.NoError(t, h.e.Withdraw(h.ctx, a.ID, "alice", engine.Op{Reason: "forgot the attachment"}))
 		back := h.openItem(id)
-		require.Equal(t, "A", back.ActivityDefID)
+		require.Equal(t, "A", back.Activity)
 		require.Equal(t, []store.Principal{{Kind: store.PrincipalUser, ID: "alice"}}, back.Assignees)
-		require.Equal(t, string(wftype.ActivityCompleted), h.activityNamed(id, "B").State, "the successor was cancelled")
+		require.Equal(t, wftype.ActivityCompleted, h.activityNamed(id, "B").State, "the successor was cancelled")
 
 		// Once the successor is taken up, it is too late.
 		_, err = h.e.CompleteWorkItem(h.ctx, back.ID, engine.Completion{User: "alice"})
@@ -181,7 +182,7 @@ func TestWithdrawWhileNoSuccessorIsTakenUp(t *testing.T) {
 		err = h.e.Withdraw(h.ctx, back.ID, "alice", engine.Op{})
 		require.ErrorIs(t, err, engine.ErrCannotMove)
 		require.Contains(t, err.Error(), "successor B has been taken up")
-		require.Equal(t, "B", h.openItem(id).ActivityDefID, "nothing changed")
+		require.Equal(t, "B", h.openItem(id).Activity, "nothing changed")
 	})
 }
 
@@ -238,7 +239,7 @@ func TestJumpRacesTheInstancesOwnStep(t *testing.T) {
 		h.idle()
 		items := h.openItems(id)
 		require.Len(t, items, 1, "one open work item: the jump's")
-		require.Equal(t, "Elsewhere", items[0].ActivityDefID)
+		require.Equal(t, "Elsewhere", items[0].Activity)
 		require.NoError(t, h.complete(items[0].ID, nil))
 		h.requireState(id, wftype.ProcessCompleted)
 		require.LessOrEqual(t, calls.Load(), int64(2), "the blocked call, and at most its retry after losing to the jump")

@@ -144,7 +144,7 @@ func TestAnOutageIsRetriedFromMemory(t *testing.T) {
 			require.Less(t, step, 200, "not completed within 10 s of clock time")
 			pi, err := h.e.Instance(ctx, id)
 			require.NoError(t, err)
-			if pi.State == string(wftype.ProcessCompleted) {
+			if pi.State == wftype.ProcessCompleted {
 				break
 			}
 			armed := clock.TimerAdded()

@@ -44,7 +44,7 @@ type patternStep struct {
 	// The message id is messageID(instance, step number).
 	send     string
 	ttl      time.Duration
-	delivery string
+	delivery engine.DeliveryState
 	// advance moves the fake clock on; await, when set, is the record
 	// type the test then waits for one more of (the clock moves once the
 	// engine is idle).
@@ -170,24 +170,24 @@ func runPattern(t *testing.T, h *harness, advance func(time.Duration), rec *reco
 		require.Equal(t, tc.open, open, "open work items at the end")
 	}
 	require.Equal(t, tc.started, h.started(id), "activity instances per activity")
-	acts, err := h.e.Activities(h.ctx, id)
+	acts, err := activitiesOf(h.ctx, h.e, id)
 	require.NoError(t, err)
 	for _, a := range acts {
-		require.NotEqual(t, string(wftype.ActivityAbnormal), a.State, "activity %s: %s", a.ActivityDefID, a.Diagnosis)
+		require.NotEqual(t, wftype.ActivityAbnormal, a.State, "activity %s: %s", a.Activity, a.Diagnosis)
 	}
 	for _, want := range tc.orders {
 		var got []string
 		for _, a := range acts {
-			if slices.Contains(want, a.ActivityDefID) {
-				got = append(got, a.ActivityDefID)
+			if slices.Contains(want, a.Activity) {
+				got = append(got, a.Activity)
 			}
 		}
 		require.Equal(t, want, got, "order of %v", want)
 	}
 	var withdrawn []string
 	for _, wi := range treeItems(h, id, false) {
-		if wi.State == string(workitem.Withdrawn) {
-			withdrawn = append(withdrawn, wi.ActivityDefID)
+		if wi.State == workitem.Withdrawn {
+			withdrawn = append(withdrawn, wi.Activity)
 		}
 	}
 	slices.Sort(withdrawn)
@@ -209,7 +209,7 @@ func openActivities(h *harness, id int64) []string {
 	h.t.Helper()
 	var out []string
 	for _, wi := range treeItems(h, id, true) {
-		out = append(out, wi.ActivityDefID)
+		out = append(out, wi.Activity)
 	}
 	slices.Sort(out)
 	return out
@@ -219,12 +219,12 @@ func openActivities(h *harness, id int64) []string {
 // instances, at any depth: all of them, or only the open ones.
 func treeItems(h *harness, id int64, open bool) []engine.WorkItem {
 	h.t.Helper()
-	filter := store.ListWorkItemsParams{ProcessInstanceID: id}
+	filter := engine.WorkItemFilter{Instance: id}
 	if open {
-		filter = engine.WorkItemFilter(id)
+		filter = openItemsOf(id)
 	}
 	h.idle()
-	items, err := h.e.WorkItems(h.ctx, filter)
+	items, err := workItemsOf(h.ctx, h.e, filter)
 	require.NoError(h.t, err)
 	for _, c := range children(h, id) {
 		items = append(items, treeItems(h, c.ID, open)...)
@@ -237,7 +237,7 @@ func openItemOf(h *harness, id int64, activity string) engine.WorkItem {
 	h.t.Helper()
 	var found []engine.WorkItem
 	for _, wi := range treeItems(h, id, true) {
-		if wi.ActivityDefID == activity {
+		if wi.Activity == activity {
 			found = append(found, wi)
 		}
 	}
@@ -251,7 +251,7 @@ func oldestItemOf(h *harness, id int64, activity string) engine.WorkItem {
 	h.t.Helper()
 	var found []engine.WorkItem
 	for _, wi := range h.openItems(id) {
-		if wi.ActivityDefID == activity {
+		if wi.Activity == activity {
 			found = append(found, wi)
 		}
 	}
@@ -406,8 +406,8 @@ var patternCases = []patternCase{
 			kids := children(h, id)
 			require.Len(t, kids, 3, "one inspection instance per iteration")
 			for _, k := range kids {
-				require.Equal(t, "inspection", k.ProcessDefID)
-				require.Equal(t, string(wftype.ProcessRunning), k.State, "nobody waited for it")
+				require.Equal(t, "inspection", k.Process)
+				require.Equal(t, wftype.ProcessRunning, k.State, "nobody waited for it")
 				require.Equal(t, []string{"Inspect"}, openActivities(h, k.ID))
 			}
 			// Each instance goes on by itself.
@@ -484,11 +484,11 @@ var patternCases = []patternCase{
 			kids := children(h, id)
 			require.Len(t, kids, 1)
 			h.requireState(kids[0].ID, wftype.ProcessTerminated)
-			items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: kids[0].ID})
+			items, err := workItemsOf(h.ctx, h.e, engine.WorkItemFilter{Instance: kids[0].ID})
 			require.NoError(t, err)
 			require.Len(t, items, 1)
-			require.Equal(t, "W", items[0].ActivityDefID)
-			require.Equal(t, string(workitem.Withdrawn), items[0].State)
+			require.Equal(t, "W", items[0].Activity)
+			require.Equal(t, workitem.Withdrawn, items[0].State)
 		},
 	},
 	{
@@ -515,12 +515,12 @@ var patternCases = []patternCase{
 		check: func(t *testing.T, h *harness, id int64) {
 			child := children(h, id)
 			require.Len(t, child, 1)
-			require.Equal(t, "countdown", child[0].ProcessDefID)
-			require.Equal(t, string(wftype.ProcessCompleted), child[0].State)
+			require.Equal(t, "countdown", child[0].Process)
+			require.Equal(t, wftype.ProcessCompleted, child[0].State)
 			grandchild := children(h, child[0].ID)
 			require.Len(t, grandchild, 1)
-			require.Equal(t, "countdown", grandchild[0].ProcessDefID)
-			require.Equal(t, string(wftype.ProcessCompleted), grandchild[0].State)
+			require.Equal(t, "countdown", grandchild[0].Process)
+			require.Equal(t, wftype.ProcessCompleted, grandchild[0].State)
 			require.Empty(t, children(h, grandchild[0].ID), "n reached 0: no fourth level")
 			require.Equal(t, map[string]int{"Start": 1, "Dec": 1, "More": 1, "End": 1}, h.started(grandchild[0].ID))
 			require.Equal(t, map[string]any{"n": int64(0), "calls": int64(3)}, h.vars(grandchild[0].ID))
@@ -529,23 +529,23 @@ var patternCases = []patternCase{
 	{
 		wcp: 23, name: "TransientTrigger_MessageTTL", file: "wcp23-transient-trigger.xpdl",
 		steps: []patternStep{
-			{open: []string{"Prepare"}, send: "Dispatch", ttl: time.Minute, delivery: store.InboxPending}, // too early
+			{open: []string{"Prepare"}, send: "Dispatch", ttl: time.Minute, delivery: engine.DeliveryPending}, // too early
 			{advance: 2 * time.Minute},
 			{open: []string{"Prepare"}, complete: "Prepare"},
-			{open: []string{"Dispatch"}, send: "Dispatch", ttl: time.Minute, delivery: store.InboxApplied},
+			{open: []string{"Dispatch"}, send: "Dispatch", ttl: time.Minute, delivery: engine.DeliveryApplied},
 		},
 		state:   wftype.ProcessCompleted,
 		started: map[string]int{"Start": 1, "Prepare": 1, "Dispatch": 1, "End": 1},
 		check: func(t *testing.T, h *harness, id int64) {
 			d, err := h.e.Inbox(h.ctx, messageID(id, 1))
 			require.NoError(t, err)
-			require.Equal(t, store.InboxExpired, d.State, "the early trigger was lost")
+			require.Equal(t, engine.DeliveryExpired, d.State, "the early trigger was lost")
 		},
 	},
 	{
 		wcp: 24, name: "PersistentTrigger_Inbox", file: "wcp24-persistent-trigger.xpdl",
 		steps: []patternStep{
-			{open: []string{"Prepare"}, send: "Dispatch", delivery: store.InboxPending}, // early: kept
+			{open: []string{"Prepare"}, send: "Dispatch", delivery: engine.DeliveryPending}, // early: kept
 			{advance: 24 * time.Hour},
 			{open: []string{"Prepare"}, complete: "Prepare"},
 		},
@@ -554,7 +554,7 @@ var patternCases = []patternCase{
 		check: func(t *testing.T, h *harness, id int64) {
 			d, err := h.e.Inbox(h.ctx, messageID(id, 1))
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State, "the early trigger completed Dispatch")
+			require.Equal(t, engine.DeliveryApplied, d.State, "the early trigger completed Dispatch")
 		},
 	},
 	{
@@ -588,17 +588,17 @@ var patternCases = []patternCase{
 			races := children(h, id)
 			require.Len(t, races, 2, "one race per pass")
 			for i, race := range races {
-				require.Equal(t, "cancellingDiscriminator__race_Race", race.ProcessDefID)
-				require.Equal(t, string(wftype.ProcessCompleted), race.State, "race %d", i+1)
+				require.Equal(t, "cancellingDiscriminator__race_Race", race.Process)
+				require.Equal(t, wftype.ProcessCompleted, race.State, "race %d", i+1)
 				require.Equal(t, map[string]int{"Split": 1, "B": 1, "C": 1, "Race": 1}, h.started(race.ID),
 					"race %d: the join ran once", i+1)
 			}
 			for i, loser := range []string{"C", "B"} {
-				acts, err := h.e.Activities(h.ctx, races[i].ID)
+				acts, err := activitiesOf(h.ctx, h.e, races[i].ID)
 				require.NoError(t, err)
 				for _, a := range acts {
-					if a.ActivityDefID == loser {
-						require.Equal(t, string(wftype.ActivityCompleted), a.State)
+					if a.Activity == loser {
+						require.Equal(t, wftype.ActivityCompleted, a.State)
 						require.Contains(t, a.Diagnosis, "withdrawn: non-reentrant Race started first")
 					}
 				}
@@ -832,10 +832,10 @@ var patternCases = []patternCase{
 			left, err := h.e.Store().ListTimers(h.ctx, store.ListTimersParams{ProcessInstanceID: id})
 			require.NoError(t, err)
 			require.Empty(t, left, "Late's timer is deleted with it")
-			acts, err := h.e.Activities(h.ctx, id)
+			acts, err := activitiesOf(h.ctx, h.e, id)
 			require.NoError(t, err)
 			for _, a := range acts {
-				if a.ActivityDefID == "Late" {
+				if a.Activity == "Late" {
 					require.Equal(t, "deferred choice: Early came first", a.Diagnosis)
 				}
 			}
@@ -855,7 +855,7 @@ var patternCases = []patternCase{
 	{
 		wcp: 24, name: "PersistentTrigger_MessageEvent", file: "wcp24-persistent-trigger-message-event.xpdl",
 		steps: []patternStep{
-			{open: []string{"Prepare"}, send: "Paid", delivery: store.InboxPending}, // early: kept
+			{open: []string{"Prepare"}, send: "Paid", delivery: engine.DeliveryPending}, // early: kept
 			{advance: 24 * time.Hour},
 			{open: []string{"Prepare"}, complete: "Prepare"},
 			{open: []string{"Ship"}, complete: "Ship"},
@@ -865,7 +865,7 @@ var patternCases = []patternCase{
 		check: func(t *testing.T, h *harness, id int64) {
 			d, err := h.e.Inbox(h.ctx, messageID(id, 1))
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, d.State, "the early message was caught by Paid: %s", d.Reason)
+			require.Equal(t, engine.DeliveryApplied, d.State, "the early message was caught by Paid: %s", d.Reason)
 		},
 	},
 }
@@ -875,24 +875,24 @@ var patternCases = []patternCase{
 func requireLoopInstances(activity string, n int) func(t *testing.T, h *harness, id int64) {
 	return func(t *testing.T, h *harness, id int64) {
 		t.Helper()
-		acts, err := h.e.Activities(h.ctx, id)
+		acts, err := activitiesOf(h.ctx, h.e, id)
 		require.NoError(t, err)
 		var loop *engine.ActivityInstance
 		var index []int
 		for i, a := range acts {
 			switch {
-			case a.ActivityDefID != activity:
-			case a.LoopParentID == nil:
+			case a.Activity != activity:
+			case a.Loop == 0:
 				require.Nil(t, loop, "one loop of %s", activity)
 				loop = &acts[i]
 			default:
 				require.NotNil(t, loop, "the loop comes first")
-				require.Equal(t, loop.ID, *a.LoopParentID)
+				require.Equal(t, loop.ID, a.Loop)
 				index = append(index, a.LoopIndex)
 			}
 		}
 		require.NotNil(t, loop)
-		require.Equal(t, string(wftype.ActivityCompleted), loop.State)
+		require.Equal(t, wftype.ActivityCompleted, loop.State)
 		want := []int{}
 		for i := range n {
 			want = append(want, i+1)
@@ -909,9 +909,10 @@ func messageID(instance int64, step int) string { return fmt.Sprintf("wcp-%d-%d"
 func children(h *harness, id int64) []engine.ProcessInstance {
 	h.t.Helper()
 	h.idle()
-	kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
+	kids, err := h.e.Instances(h.ctx, engine.InstanceFilter{Parent: id, Limit: 1000})
 	require.NoError(h.t, err)
-	return kids
+	require.Zero(h.t, kids.Next, "one page")
+	return kids.Instances
 }
 
 // requireEndedBy checks that the activities were ended by the Terminate
@@ -919,12 +920,12 @@ func children(h *harness, id int64) []engine.ProcessInstance {
 func requireEndedBy(stop string, activities ...string) func(t *testing.T, h *harness, id int64) {
 	return func(t *testing.T, h *harness, id int64) {
 		t.Helper()
-		acts, err := h.e.Activities(h.ctx, id)
+		acts, err := activitiesOf(h.ctx, h.e, id)
 		require.NoError(t, err)
 		for _, a := range acts {
-			if slices.Contains(activities, a.ActivityDefID) {
-				require.Equal(t, string(wftype.ActivityCompleted), a.State, a.ActivityDefID)
-				require.Equal(t, "ended by terminate end event "+stop, a.Diagnosis, a.ActivityDefID)
+			if slices.Contains(activities, a.Activity) {
+				require.Equal(t, wftype.ActivityCompleted, a.State, a.Activity)
+				require.Equal(t, "ended by terminate end event "+stop, a.Diagnosis, a.Activity)
 			}
 		}
 	}

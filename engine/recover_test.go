@@ -115,11 +115,11 @@ func TestRedeliveredCallsRespectRetryable(t *testing.T) {
 		require.Len(t, keys["again"], 2, "called again after the failed attempt")
 		require.Equal(t, keys["again"][0], keys["again"][1], "with the same idempotency key")
 		require.Len(t, keys["once"], 1, "not called again")
-		acts, err := h.e.Activities(h.ctx, id)
+		acts, err := activitiesOf(h.ctx, h.e, id)
 		require.NoError(t, err)
 		for _, a := range acts {
-			if a.ActivityDefID == "O" {
-				require.Equal(t, string(wftype.ActivityAbnormal), a.State)
+			if a.Activity == "O" {
+				require.Equal(t, wftype.ActivityAbnormal, a.State)
 				require.Contains(t, a.Diagnosis, "Retryable=false")
 			}
 		}
@@ -153,10 +153,10 @@ func TestRerunDoesNotRepeatNonRetryableCalls(t *testing.T) {
 		id := h.startProcess("pkg", "", nil)
 		require.NoError(t, h.e.WaitQuiet(h.ctx))
 		require.Equal(t, 1, calls, "not called again when the transaction ran again")
-		acts, err := h.e.Activities(h.ctx, id)
+		acts, err := activitiesOf(h.ctx, h.e, id)
 		require.NoError(t, err)
 		require.Len(t, acts, 1)
-		require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
+		require.Equal(t, wftype.ActivityAbnormal, acts[0].State)
 		require.ErrorContains(t, errors.New(acts[0].Diagnosis), "Retryable=false")
 	})
 }
@@ -180,7 +180,7 @@ func TestRecoverSendsLostEvents(t *testing.T) {
 			return tx.Exec("DELETE FROM goxpdl_events WHERE process_instance_id = ?", id).Error
 		}))
 		require.NoError(t, h.e.WaitQuiet(h.ctx))
-		require.Equal(t, string(wftype.ProcessInitiated), h.instance(id).State, "nothing moves it")
+		require.Equal(t, wftype.ProcessInitiated, h.instance(id).State, "nothing moves it")
 
 		rep, err := h.e.Recover(h.ctx)
 		require.NoError(t, err)

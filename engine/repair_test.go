@@ -49,10 +49,10 @@ func (h *harness) awaitIncident(id int64, cause engine.IncidentCause) engine.Inc
 // activityNamed returns the latest instance of activity def of instance id.
 func (h *harness) activityNamed(id int64, def string) engine.ActivityInstance {
 	h.t.Helper()
-	acts, err := h.e.Activities(h.ctx, id)
+	acts, err := activitiesOf(h.ctx, h.e, id)
 	require.NoError(h.t, err)
 	for i := len(acts) - 1; i >= 0; i-- {
-		if acts[i].ActivityDefID == def {
+		if acts[i].Activity == def {
 			return acts[i]
 		}
 	}
@@ -108,7 +108,7 @@ func TestRetriesExhaustedOpensIncidentAndRetryRunsAgain(t *testing.T) {
 		require.Contains(t, inc.Error, "gateway timeout")
 		require.Equal(t, engine.IncidentOpen, inc.State)
 		charge := h.activityNamed(id, "Charge")
-		require.Equal(t, string(wftype.ActivityAbnormal), charge.State)
+		require.Equal(t, wftype.ActivityAbnormal, charge.State)
 		require.Equal(t, inc.ActivityInstance, charge.ID)
 		counts, err := h.e.IncidentCounts(h.ctx)
 		require.NoError(t, err)
@@ -199,7 +199,7 @@ func TestSkipCompletesWithOperatorValues(t *testing.T) {
 		err = h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrIllegalState, "a suspended process is resumed first")
 		require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
-		require.Equal(t, string(wftype.ActivityAbnormal), h.activityNamed(id, "Charge").State)
+		require.Equal(t, wftype.ActivityAbnormal, h.activityNamed(id, "Charge").State)
 		require.Equal(t, int64(0), h.vars(id)["x"])
 
 		require.NoError(t, h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{TextVariables: map[string]string{"x": "42"}},
@@ -234,7 +234,7 @@ func TestSkipThatCannotRouteIsRefused(t *testing.T) {
 		err := h.e.SkipActivity(h.ctx, id, charge.ID, engine.Values{}, engine.Op{})
 		require.ErrorIs(t, err, engine.ErrCannotSkip)
 		require.Contains(t, err.Error(), "nosuchvar")
-		require.Equal(t, string(wftype.ActivityAbnormal), h.activityNamed(id, "Charge").State, "nothing changed")
+		require.Equal(t, wftype.ActivityAbnormal, h.activityNamed(id, "Charge").State, "nothing changed")
 		page, err := h.e.Incidents(h.ctx, engine.IncidentFilter{Instance: id})
 		require.NoError(t, err)
 		require.Len(t, page.Incidents, 1, "the incident is still open")

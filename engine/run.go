@@ -46,6 +46,10 @@ type run struct {
 	// startKey is the idempotency key of the instance a start command
 	// creates (StartOptions.IdempotencyKey).
 	startKey string
+	// businessKey and lock are the business key and lock of the
+	// instance a start command creates (StartOptions.BusinessKey, Lock).
+	businessKey string
+	lock        *startLock
 
 	pi     store.ProcessInstance
 	dep    *deployment
@@ -271,6 +275,9 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	case wftype.ProcessTerminated:
 		r.resolveAll("terminated")
 	}
+	if to == wftype.ProcessCompleted || to == wftype.ProcessTerminated {
+		return r.releaseLocks() // lock.go
+	}
 	return nil
 }
 
@@ -431,6 +438,9 @@ func (r *run) record(rec Record) {
 	}
 	if r.pi.ParentInstanceID != nil && rec.Type == RecordProcessStarted {
 		rec.Parent = *r.pi.ParentInstanceID
+	}
+	if rec.Type == RecordProcessStarted || rec.Type == RecordProcessQueued {
+		rec.BusinessKey = r.pi.BusinessKey
 	}
 	r.records = append(r.records, rec)
 	r.recordActs = append(r.recordActs, nil)

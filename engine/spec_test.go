@@ -22,7 +22,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/workitem"
@@ -239,6 +238,9 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 		s.settle()
 		return s.calls(out)
 	default:
+		if ok, err := s.operate(d, out); ok {
+			return err
+		}
 		return fmt.Errorf("unknown command %q", d.Cmd)
 	}
 }
@@ -359,13 +361,13 @@ func (s *spec) complete(d *datadriven.TestData) error {
 		}
 	}
 	id := s.instance(d)
-	items, err := s.e.WorkItems(s.ctx, engine.WorkItemFilter(id))
+	items, err := workItemsOf(s.ctx, s.e, openItemsOf(id))
 	if err != nil {
 		return err
 	}
 	var found []engine.WorkItem
 	for _, wi := range items {
-		if wi.ActivityDefID == activity {
+		if wi.Activity == activity {
 			found = append(found, wi)
 		}
 	}
@@ -600,41 +602,41 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s %s %s", s.alias(id), pi.ProcessDefID, pi.State)
-	if pi.ParentInstanceID != nil {
-		fmt.Fprintf(out, " parent=%s", s.alias(*pi.ParentInstanceID))
+	fmt.Fprintf(out, "%s %s %s", s.alias(id), pi.Process, pi.State)
+	if pi.Parent != 0 {
+		fmt.Fprintf(out, " parent=%s", s.alias(pi.Parent))
 	}
 	out.WriteByte('\n')
 	if pi.Diagnosis != "" {
 		fmt.Fprintf(out, "  diagnosis: %s\n", pi.Diagnosis)
 	}
-	acts, err := s.e.Activities(s.ctx, id)
+	acts, err := activitiesOf(s.ctx, s.e, id)
 	if err != nil {
 		return err
 	}
 	for _, a := range acts {
-		fmt.Fprintf(out, "  activity %s %s", a.ActivityDefID, a.State)
-		if a.ActivitySetID != "" {
-			fmt.Fprintf(out, " set=%s", a.ActivitySetID)
+		fmt.Fprintf(out, "  activity %s %s", a.Activity, a.State)
+		if a.ActivitySet != "" {
+			fmt.Fprintf(out, " set=%s", a.ActivitySet)
 		}
 		if a.Diagnosis != "" {
 			fmt.Fprintf(out, " diagnosis=%q", firstLine(a.Diagnosis))
 		}
 		out.WriteByte('\n')
 	}
-	items, err := s.e.WorkItems(s.ctx, store.ListWorkItemsParams{ProcessInstanceID: id})
+	items, err := workItemsOf(s.ctx, s.e, engine.WorkItemFilter{Instance: id})
 	if err != nil {
 		return err
 	}
 	for _, wi := range items {
-		fmt.Fprintf(out, "  workitem %s %s %s\n", s.itemName(wi.ID), wi.ActivityDefID, wi.State)
+		fmt.Fprintf(out, "  workitem %s %s %s\n", s.itemName(wi.ID), wi.Activity, wi.State)
 	}
-	timers, err := s.e.Timers(s.ctx, id)
+	timers, err := timersOf(s.ctx, s.e, id)
 	if err != nil {
 		return err
 	}
 	for _, tm := range timers {
-		fmt.Fprintf(out, "  timer %s %s due=%s\n", strings.TrimSpace(tm.Kind+" "+tm.Key), tm.State, relative(tm.DueAt))
+		fmt.Fprintf(out, "  timer %s %s due=%s\n", strings.TrimSpace(string(tm.Kind)+" "+tm.Key), tm.State, relative(tm.DueAt))
 	}
 	vars, err := s.e.Variables(s.ctx, id)
 	if err != nil {

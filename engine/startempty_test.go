@@ -7,7 +7,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
@@ -28,9 +27,9 @@ func TestStartingAnEmptyProcessIsRefused(t *testing.T) {
 		require.ErrorAs(t, err, &empty)
 		require.Equal(t, "empty", empty.Process)
 		require.EqualError(t, err, `process "empty" has no activities and cannot run`)
-		all, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{})
+		all, err := h.e.Instances(h.ctx, engine.InstanceFilter{})
 		require.NoError(t, err)
-		require.Empty(t, all)
+		require.Empty(t, all.Instances)
 
 		id := h.startProcess("pkg", "p", nil)
 		h.awaitFinal(id)

@@ -127,12 +127,6 @@ func (e *Engine) replaceStartTimers(ctx context.Context, tx store.Tx, d *deploym
 	return err
 }
 
-// DeploymentTimers lists the pending start timers of a deployment: when
-// its timer start events will next create instances.
-func (e *Engine) DeploymentTimers(ctx context.Context, deploymentID int64) ([]Timer, error) {
-	return e.store.ListTimers(ctx, store.ListTimersParams{DefinitionID: deploymentID, Kinds: []string{timerStart}})
-}
-
 // fireStartTimer handles a start timer that fired, in the timer service's
 // transaction: it creates an instance of the event's process, which
 // begins past the event, deletes the spent timer and, for a cycle, arms

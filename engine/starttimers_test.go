@@ -45,9 +45,10 @@ func startTimerXPDL(trigger string) string {
 // instancesOf lists the instances of a deployment, oldest first.
 func (h *harness) instancesOf(deployment int64) []engine.ProcessInstance {
 	h.t.Helper()
-	list, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{DefinitionID: deployment})
+	list, err := h.e.Instances(h.ctx, engine.InstanceFilter{DefinitionID: deployment, Limit: 1000})
 	require.NoError(h.t, err)
-	return list
+	require.Zero(h.t, list.Next, "one page")
+	return list.Instances
 }
 
 // awaitStarted waits until n process.started records were published, by
@@ -81,7 +82,7 @@ func TestTimerStartEvents(t *testing.T) {
 
 		// Three times, an hour apart, from the deployment on.
 		v1 := h.deploy(startTimerXPDL(`<TimeCycle>R3/PT1H</TimeCycle>`))
-		armed, err := h.e.DeploymentTimers(h.ctx, v1.ID)
+		armed, err := h.deploymentTimers(v1.ID)
 		require.NoError(t, err)
 		require.Len(t, armed, 1)
 		require.Equal(t, "Every", armed[0].Key)
@@ -103,7 +104,7 @@ func TestTimerStartEvents(t *testing.T) {
 			require.NotNil(t, fired[0].Due)
 			requireSameTime(t, epoch.Add(time.Hour), *fired[0].Due)
 
-			next, err := h.e.DeploymentTimers(h.ctx, v1.ID)
+			next, err := h.deploymentTimers(v1.ID)
 			require.NoError(t, err)
 			require.Len(t, next, 1, "the cycle goes on")
 			requireSameTime(t, epoch.Add(2*time.Hour), next[0].DueAt)
@@ -121,7 +122,7 @@ func TestTimerStartEvents(t *testing.T) {
 			rec.awaitStarted(t, 2)
 			h.idle()
 			require.Len(t, h.instancesOf(v1.ID), 2)
-			left, err := h.e.DeploymentTimers(h.ctx, v1.ID)
+			left, err := h.deploymentTimers(v1.ID)
 			require.NoError(t, err)
 			require.Empty(t, left)
 			clock.Advance(24 * time.Hour)
@@ -133,17 +134,17 @@ func TestTimerStartEvents(t *testing.T) {
 			again := h.deploy(startTimerXPDL(`<TimeCycle>R/PT1H</TimeCycle>`))
 			ids := make([]int64, 0, 2)
 			for _, d := range []int64{v1.ID, again.ID} {
-				timers, err := h.e.DeploymentTimers(h.ctx, d)
+				timers, err := h.deploymentTimers(d)
 				require.NoError(t, err)
 				for _, tm := range timers {
-					ids = append(ids, tm.DefinitionID)
+					ids = append(ids, tm.Deployment)
 				}
 			}
 			require.Equal(t, []int64{again.ID}, ids)
 
 			at := clock.Now().Add(90 * time.Minute).UTC()
 			v3 := h.deploy(startTimerXPDL(`<TimeDate>` + at.Format(time.RFC3339) + `</TimeDate>`))
-			old, err := h.e.DeploymentTimers(h.ctx, again.ID)
+			old, err := h.deploymentTimers(again.ID)
 			require.NoError(t, err)
 			require.Empty(t, old, "version 2's hourly timer is gone before it fired")
 			clock.Advance(time.Hour)
@@ -152,14 +153,14 @@ func TestTimerStartEvents(t *testing.T) {
 			clock.Advance(30 * time.Minute)
 			rec.awaitStarted(t, 3)
 			require.Len(t, h.instancesOf(v3.ID), 1)
-			left, err := h.e.DeploymentTimers(h.ctx, v3.ID)
+			left, err := h.deploymentTimers(v3.ID)
 			require.NoError(t, err)
 			require.Empty(t, left, "a TimeDate fires once")
 		})
 
 		t.Run("a start event without a time arms nothing", func(t *testing.T) { //nolint:paralleltest // the cases share one engine and clock
 			d := h.deploy(strings.Replace(startTimerXPDL(""), `Id="nightly"`, `Id="bizagi-style"`, 1))
-			timers, err := h.e.DeploymentTimers(h.ctx, d.ID)
+			timers, err := h.deploymentTimers(d.ID)
 			require.NoError(t, err)
 			require.Empty(t, timers)
 		})
@@ -228,7 +229,7 @@ func TestNonInterruptingBoundaryCycleRepeats(t *testing.T) {
 		require.Equal(t, 2, h.started(id)["Remind"])
 		require.Equal(t, item.ID, h.item(id, "Review").ID, "the review goes on")
 
-		timers, err := h.e.Timers(h.ctx, id)
+		timers, err := timersOf(h.ctx, h.e, id)
 		require.NoError(t, err)
 		require.Empty(t, timers, "R2: no third occurrence is armed")
 		require.NoError(t, h.complete(item.ID, nil))
@@ -242,4 +243,10 @@ func requireSameTime(t *testing.T, want, got time.Time) {
 	if !want.Equal(got) {
 		t.Fatalf("time: want %s, got %s", want, got)
 	}
+}
+
+// deploymentTimers lists the start timers of a deployment.
+func (h *harness) deploymentTimers(deployment int64) ([]engine.Timer, error) {
+	page, err := h.e.Timers(h.ctx, engine.TimerFilter{Deployment: deployment, Kinds: []engine.TimerKind{engine.TimerStart}})
+	return page.Timers, err
 }

@@ -46,11 +46,12 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		CreatedAt: r.now, UpdatedAt: r.now,
 	}
 	if parent == nil && fired == nil {
-		pi.StartKey = r0.startKey
+		pi.StartKey, pi.BusinessKey = r0.startKey, r0.businessKey
 	}
 	if parent != nil {
 		pi.ParentInstanceID = &parent.instance
 		pi.ParentActivityID = parent.activity
+		pi.BusinessKey = r0.pi.BusinessKey // a subflow works on its parent's business
 	}
 	if r.pi, err = r.tx.InsertProcessInstance(r.ctx, pi); err != nil {
 		return nil, err
@@ -73,6 +74,14 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	for _, def := range starts {
 		if _, err := r.createActivity(sc, def, false); err != nil {
 			return nil, err
+		}
+	}
+	if parent == nil && fired == nil && r0.lock != nil {
+		if err := r.takeLock(r0.lock); err != nil { // lock.go
+			return nil, err
+		}
+		if r0.lock.queued() {
+			return r, nil // Queued: no Limit and no schedule until it gets the lock
 		}
 	}
 	if err := r.armProcessLimit(); err != nil {

@@ -9,7 +9,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
@@ -55,10 +54,9 @@ func TestSubflows(t *testing.T) {
 			h.requireState(id, wftype.ProcessCompleted)
 			require.Equal(t, int64(42), h.vars(id)["x"], "INOUT came back")
 			require.Equal(t, "n=42", h.vars(id)["s"], "OUT came back")
-			kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
-			require.NoError(t, err)
+			kids := children(h, id)
 			require.Len(t, kids, 1)
-			require.Equal(t, string(wftype.ProcessCompleted), kids[0].State)
+			require.Equal(t, wftype.ProcessCompleted, kids[0].State)
 		})
 
 		t.Run("AsynchrDoesNotWait", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
@@ -69,10 +67,9 @@ func TestSubflows(t *testing.T) {
 			id := h.startProcess("pkg", "main", map[string]any{"x": 5})
 			h.requireState(id, wftype.ProcessCompleted)
 			require.Equal(t, int64(5), h.vars(id)["x"], "nothing comes back from an asynchronous subflow")
-			kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
-			require.NoError(t, err)
+			kids := children(h, id)
 			require.Len(t, kids, 1)
-			require.Equal(t, string(wftype.ProcessCompleted), kids[0].State)
+			require.Equal(t, wftype.ProcessCompleted, kids[0].State)
 		})
 
 		t.Run("TerminatedChildLeavesParentActivityAbnormal", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
@@ -83,14 +80,13 @@ func TestSubflows(t *testing.T) {
 			h.deploy(src)
 			id := h.startProcess("pkg", "main", nil)
 			h.idle()
-			kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
-			require.NoError(t, err)
+			kids := children(h, id)
 			require.Len(t, kids, 1)
 			require.NoError(t, h.e.Terminate(h.ctx, kids[0].ID, engine.Op{}))
 			h.requireState(id, wftype.ProcessRunning)
-			acts, err := h.e.Activities(h.ctx, id)
+			acts, err := activitiesOf(h.ctx, h.e, id)
 			require.NoError(t, err)
-			require.Equal(t, string(wftype.ActivityAbnormal), acts[0].State)
+			require.Equal(t, wftype.ActivityAbnormal, acts[0].State)
 			require.Contains(t, acts[0].Diagnosis, "Terminated")
 
 			// Terminating the parent now is fine; the child is done.
@@ -101,14 +97,13 @@ func TestSubflows(t *testing.T) {
 		t.Run("TerminatingParentTerminatesChild", func(t *testing.T) { //nolint:paralleltest // the steps share one engine and build on each other
 			id := h.startProcess("pkg", "main", nil)
 			h.idle()
-			kids, err := h.e.Instances(h.ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
-			require.NoError(t, err)
+			kids := children(h, id)
 			require.Len(t, kids, 1)
 			require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 			h.requireState(kids[0].ID, wftype.ProcessTerminated)
-			items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: kids[0].ID})
+			items, err := workItemsOf(h.ctx, h.e, engine.WorkItemFilter{Instance: kids[0].ID})
 			require.NoError(t, err)
-			require.Equal(t, string(workitem.Withdrawn), items[0].State)
+			require.Equal(t, workitem.Withdrawn, items[0].State)
 		})
 	})
 }

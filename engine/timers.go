@@ -71,7 +71,7 @@ func (e *Engine) NextProgressTimer(ctx context.Context, id int64) (Timer, bool, 
 	}
 	for _, t := range timers {
 		if movesOn(t) {
-			return t, true, nil
+			return timerOf(t), true, nil
 		}
 	}
 	return Timer{}, false, nil
@@ -599,7 +599,7 @@ func (r *run) withdrawItemsOf(a *act) error {
 	if !a.stored || !IsManual(a.def) {
 		return nil
 	}
-	filter := WorkItemFilter(r.pi.ID)
+	filter := openItems(r.pi.ID)
 	filter.ActivityInstanceID = a.row.ID
 	return r.moveItems(workitem.Withdraw, filter)
 }
@@ -750,7 +750,7 @@ func (r *run) escalate(a *act, p resource.Participant) error {
 	}
 	to := []store.Principal{{Kind: kind, ID: p.ID}}
 	principal := string(kind) + ":" + p.ID
-	filter := WorkItemFilter(r.pi.ID)
+	filter := openItems(r.pi.ID)
 	filter.ActivityInstanceID = a.row.ID
 	items, err := r.tx.ListWorkItems(r.ctx, filter)
 	if err != nil {

@@ -72,7 +72,7 @@ func TestDeployTogetherSharedPackageID(t *testing.T) {
 		kids := children(h, id)
 		require.Len(t, kids, 1)
 		require.Equal(t, ds[1].ID, kids[0].DefinitionID, "the parent's subflow runs the child file deployed with it")
-		require.Equal(t, "sub", kids[0].ProcessDefID)
+		require.Equal(t, "sub", kids[0].Process)
 
 		id, err = h.e.StartProcess(h.ctx, engine.StartOptions{DefinitionID: ds[1].ID, Process: "other"})
 		require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestDeployTogetherSharedPackageID(t *testing.T) {
 		kids = children(h, id)
 		require.Len(t, kids, 1)
 		require.Equal(t, ds[0].ID, kids[0].DefinitionID, "the child's subflow finds its process in the parent file")
-		require.Equal(t, "back", kids[0].ProcessDefID)
+		require.Equal(t, "back", kids[0].Process)
 
 		// A restarted engine reads the deployment back from the store
 		// and resolves the same way.

@@ -157,12 +157,12 @@ func (e *Engine) DelegateWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 // ReassignWorkItem is an administrator's command: the item is offered
 // afresh to the given users, roles and units, and whoever held it loses
 // it. admin is recorded as who did it.
-func (e *Engine) ReassignWorkItem(ctx context.Context, id int64, admin string, to []store.Principal) error {
+func (e *Engine) ReassignWorkItem(ctx context.Context, id int64, admin string, to []Principal) error {
 	return e.ReassignWorkItemTx(ctx, nil, id, admin, to)
 }
 
 // ReassignWorkItemTx is ReassignWorkItem inside the host's transaction tx.
-func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, admin string, to []store.Principal) error {
+func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, admin string, to []Principal) error {
 	if len(to) == 0 {
 		return fmt.Errorf("%w: reassign work item %d to nobody", ErrConfig, id)
 	}
@@ -214,7 +214,7 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 		if err := r.completeItem(&wi, a, c, nil); err != nil {
 			return err
 		}
-		done = wi
+		done = workItemOf(wi)
 		return nil
 	})
 	return done, err
@@ -263,7 +263,7 @@ func (r *run) repeatedCompletion(wi store.WorkItem, c Completion, done *WorkItem
 		return &WorkItemError{WorkItem: wi.ID, User: c.User, Op: "complete", kind: ErrCompletedDifferently,
 			Reason: "the idempotency key was used with other outputs"}
 	}
-	*done = wi
+	*done = workItemOf(wi)
 	return errSkip
 }
 
@@ -739,8 +739,8 @@ func (e *Engine) principalsOf(ctx context.Context, p *xpdl.Participant) ([]store
 	return []store.Principal{{Kind: kind, ID: id}}, nil
 }
 
-// WorklistQuery filters and pages a user's worklist.
-type WorklistQuery struct {
+// WorklistFilter selects from a user's worklist.
+type WorklistFilter struct {
 	// States keeps items in these states; empty: every open state.
 	States []workitem.State
 	// Processes and Activities keep items of these process and activity
@@ -750,26 +750,26 @@ type WorklistQuery struct {
 	MinPriority *int
 	// DueBefore keeps items due before this time; nil: all.
 	DueBefore *time.Time
-	// Cursor continues after the last page (WorklistPage.Next); "" starts
-	// at the top.
-	Cursor string
-	// Limit is the page size: 1 to 1000, default 50.
+	// After is the cursor: the Next of the previous page; "" starts at
+	// the top.
+	After string
+	// Limit is the page size; default 50, at most 1000.
 	Limit int
 }
 
 // WorklistPage is one page of a worklist.
 type WorklistPage struct {
-	// Items are in priority order (highest first), then oldest first.
-	Items []WorkItem
-	// Next is the cursor of the following page; "" when this was the
-	// last.
-	Next string
+	// WorkItems are in priority order (highest first), then oldest first.
+	WorkItems []WorkItem `json:"workitems"`
+	// Next is the cursor of the following page, opaque; "" when this was
+	// the last.
+	Next string `json:"next,omitempty"`
 }
 
 // Worklist returns the open work items user may take or holds: those
 // offered to them directly, through their roles and through their units
 // (as the directory says), and those they hold.
-func (e *Engine) Worklist(ctx context.Context, user string, q WorklistQuery) (WorklistPage, error) {
+func (e *Engine) Worklist(ctx context.Context, user string, q WorklistFilter) (WorklistPage, error) {
 	if user == "" {
 		return WorklistPage{}, fmt.Errorf("%w: worklist of no user", ErrConfig)
 	}
@@ -784,12 +784,12 @@ func (e *Engine) Worklist(ctx context.Context, user string, q WorklistQuery) (Wo
 	for _, unit := range m.Units {
 		principals = append(principals, store.Principal{Kind: store.PrincipalUnit, ID: unit})
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 50
+	if err := checkPage(0, q.Limit); err != nil {
+		return WorklistPage{}, err
 	}
-	if limit > store.MaxWorklistLimit {
-		return WorklistPage{}, fmt.Errorf("%w: worklist page of %d items (at most %d)", ErrConfig, limit, store.MaxWorklistLimit)
+	limit := min(q.Limit, store.MaxWorklistLimit)
+	if limit == 0 {
+		limit = 50
 	}
 	// One more than the page tells whether another page follows (the
 	// store's maximum page then ends with a possibly empty last page).
@@ -802,10 +802,13 @@ func (e *Engine) Worklist(ctx context.Context, user string, q WorklistQuery) (Wo
 		params.DueBefore = &t
 	}
 	for _, s := range q.States {
+		if !slices.Contains(workitem.States, s) {
+			return WorklistPage{}, fmt.Errorf("%w: unknown work item state %q", ErrBadFilter, s)
+		}
 		params.States = append(params.States, string(s))
 	}
-	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor)
+	if q.After != "" {
+		c, err := decodeCursor(q.After)
 		if err != nil {
 			return WorklistPage{}, err
 		}
@@ -815,10 +818,10 @@ func (e *Engine) Worklist(ctx context.Context, user string, q WorklistQuery) (Wo
 	if err != nil {
 		return WorklistPage{}, err
 	}
-	page := WorklistPage{Items: items}
+	page := WorklistPage{WorkItems: workItemsOf(items)}
 	if len(items) > limit || len(items) == store.MaxWorklistLimit {
-		page.Items = items[:limit]
-		last := page.Items[limit-1]
+		page.WorkItems = page.WorkItems[:limit]
+		last := page.WorkItems[limit-1]
 		page.Next = encodeCursor(store.WorklistCursor{Priority: last.Priority, ID: last.ID})
 	}
 	return page, nil
@@ -839,7 +842,7 @@ func decodeCursor(s string) (store.WorklistCursor, error) {
 			return store.WorklistCursor{Priority: prio, ID: n}, nil
 		}
 	}
-	return store.WorklistCursor{}, fmt.Errorf("%w: malformed worklist cursor %q", ErrConfig, s)
+	return store.WorklistCursor{}, fmt.Errorf("%w: malformed worklist cursor %q", ErrBadFilter, s)
 }
 
 func actorOf(user string) string {

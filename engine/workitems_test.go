@@ -99,7 +99,7 @@ func (h *harness) item(id int64, activity string) engine.WorkItem {
 	h.t.Helper()
 	items := h.openItems(id)
 	require.Len(h.t, items, 1)
-	require.Equal(h.t, activity, items[0].ActivityDefID)
+	require.Equal(h.t, activity, items[0].Activity)
 	return items[0]
 }
 
@@ -117,8 +117,8 @@ func TestWorkItemLifeCycle(t *testing.T) {
 		enter := h.item(id, "Enter")
 		require.Equal(t, []store.Principal{{Kind: store.PrincipalRole, ID: "clerk"}}, enter.Assignees)
 		require.Equal(t, 3, enter.Priority)
-		require.Equal(t, "Enter the order", enter.Name)
-		require.Equal(t, string(workitem.Offered), enter.State)
+		require.Equal(t, "Enter the order", enter.ActivityName)
+		require.Equal(t, workitem.Offered, enter.State)
 
 		// Only clerks may claim; the claim is atomic and the owner holds it.
 		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "carol"), engine.ErrNotAllowed)
@@ -130,7 +130,7 @@ func TestWorkItemLifeCycle(t *testing.T) {
 
 		// Release and claim again, delegate, start.
 		require.NoError(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice"))
-		require.Equal(t, string(workitem.Offered), h.item(id, "Enter").State)
+		require.Equal(t, workitem.Offered, h.item(id, "Enter").State)
 		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob"))
 		require.ErrorIs(t, h.e.DelegateWorkItem(h.ctx, enter.ID, "bob", "carol"), engine.ErrNotAllowed, "carol is no clerk")
 		require.NoError(t, h.e.DelegateWorkItem(h.ctx, enter.ID, "bob", "alice"))
@@ -143,18 +143,18 @@ func TestWorkItemLifeCycle(t *testing.T) {
 		require.ErrorIs(t, h.completeAs(enter.ID, "alice", map[string]any{"note": "x"}), engine.ErrNotAllowed,
 			"Enter lets its performer set amount only")
 		require.ErrorIs(t, h.completeAs(enter.ID, "alice", map[string]any{"nope": 1}), engine.ErrUnknownVariable)
-		require.Equal(t, string(workitem.Started), h.item(id, "Enter").State)
+		require.Equal(t, workitem.Started, h.item(id, "Enter").State)
 
 		// Completion with an idempotency key; a repeat is a no-op.
 		c := engine.Completion{User: "alice", Outputs: map[string]any{"amount": 250}, IdempotencyKey: "form-1"}
 		first, err := h.e.CompleteWorkItem(h.ctx, enter.ID, c)
 		require.NoError(t, err)
-		require.Equal(t, string(workitem.Completed), first.State)
+		require.Equal(t, workitem.Completed, first.State)
 		require.Equal(t, "alice", first.CompletedBy)
 		again, err := h.e.CompleteWorkItem(h.ctx, enter.ID, c)
 		require.NoError(t, err)
 		require.Equal(t, first.ID, again.ID)
-		require.Equal(t, first.Version, again.Version, "the repeat wrote nothing")
+		require.Equal(t, first.Revision, again.Revision, "the repeat wrote nothing")
 		c.Outputs = map[string]any{"amount": 300}
 		_, err = h.e.CompleteWorkItem(h.ctx, enter.ID, c)
 		require.ErrorIs(t, err, engine.ErrCompletedDifferently)
@@ -217,27 +217,27 @@ func TestWorkItemsFollowTheProcess(t *testing.T) {
 
 		require.NoError(t, h.e.Suspend(h.ctx, id, engine.Op{}))
 		got := h.item(id, "Enter")
-		require.Equal(t, string(workitem.Suspended), got.State)
+		require.Equal(t, workitem.Suspended, got.State)
 		require.Equal(t, "alice", got.Owner)
 		require.ErrorIs(t, h.completeAs(enter.ID, "alice", nil), engine.ErrIllegalState, "work waits while suspended")
 		require.ErrorIs(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice"), engine.ErrIllegalState)
 
 		require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
 		got = h.item(id, "Enter")
-		require.Equal(t, string(workitem.Allocated), got.State, "back to the state it was suspended in")
+		require.Equal(t, workitem.Allocated, got.State, "back to the state it was suspended in")
 		require.Equal(t, "alice", got.Owner)
 
 		require.NoError(t, h.e.ReassignWorkItem(h.ctx, enter.ID, "admin", []store.Principal{{Kind: store.PrincipalUser, ID: "bob"}}))
 		got = h.item(id, "Enter")
-		require.Equal(t, string(workitem.Offered), got.State)
+		require.Equal(t, workitem.Offered, got.State)
 		require.Empty(t, got.Owner)
 		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice"), engine.ErrNotAllowed, "reassigned to bob alone")
 
 		require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
-		items, err := h.e.WorkItems(h.ctx, store.ListWorkItemsParams{ProcessInstanceID: id})
+		items, err := workItemsOf(h.ctx, h.e, engine.WorkItemFilter{Instance: id})
 		require.NoError(t, err)
 		require.Len(t, items, 1)
-		require.Equal(t, string(workitem.Withdrawn), items[0].State)
+		require.Equal(t, workitem.Withdrawn, items[0].State)
 		require.ErrorIs(t, h.completeAs(enter.ID, "bob", nil), engine.ErrInstanceFinished, "after withdrawal")
 		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob"), engine.ErrInstanceFinished)
 	})
@@ -269,9 +269,9 @@ func TestConcurrentClaimsHaveOneWinner(t *testing.T) {
 		}
 		require.Equal(t, 1, winners)
 		got := h.item(id, "Enter")
-		require.Equal(t, string(workitem.Allocated), got.State)
+		require.Equal(t, workitem.Allocated, got.State)
 		require.Equal(t, winner, got.Owner)
-		require.Equal(t, int64(2), got.Version, "one claim was written")
+		require.Equal(t, int64(2), got.Revision, "one claim was written")
 	})
 }
 
@@ -287,50 +287,50 @@ func TestWorklists(t *testing.T) {
 		ids2 := func(items []engine.WorkItem) []int64 {
 			var out []int64
 			for _, wi := range items {
-				out = append(out, wi.ProcessInstanceID)
+				out = append(out, wi.Instance)
 			}
 			return out
 		}
-		all, err := h.e.Worklist(h.ctx, "alice", engine.WorklistQuery{})
+		all, err := h.e.Worklist(h.ctx, "alice", engine.WorklistFilter{})
 		require.NoError(t, err)
-		require.ElementsMatch(t, ids, ids2(all.Items), "clerks see every Enter item")
+		require.ElementsMatch(t, ids, ids2(all.WorkItems), "clerks see every Enter item")
 		// Oldest first (by work item id, at equal priority): the
 		// instances' items were offered concurrently, so their order is
 		// the items' own, not the instances'.
-		require.True(t, slices.IsSortedFunc(all.Items, func(a, b engine.WorkItem) int {
+		require.True(t, slices.IsSortedFunc(all.WorkItems, func(a, b engine.WorkItem) int {
 			return cmp.Compare(a.ID, b.ID)
 		}), "oldest first")
-		ids = ids2(all.Items) // the order the worklists use from here on
+		ids = ids2(all.WorkItems) // the order the worklists use from here on
 		require.Empty(t, all.Next)
-		none, err := h.e.Worklist(h.ctx, "carol", engine.WorklistQuery{})
+		none, err := h.e.Worklist(h.ctx, "carol", engine.WorklistFilter{})
 		require.NoError(t, err)
-		require.Empty(t, none.Items)
+		require.Empty(t, none.WorkItems)
 
 		// Pages of two with a cursor.
 		var paged []int64
-		q := engine.WorklistQuery{Limit: 2}
+		q := engine.WorklistFilter{Limit: 2}
 		for {
 			page, err := h.e.Worklist(h.ctx, "bob", q)
 			require.NoError(t, err)
-			paged = append(paged, ids2(page.Items)...)
+			paged = append(paged, ids2(page.WorkItems)...)
 			if page.Next == "" {
 				break
 			}
-			q.Cursor = page.Next
+			q.After = page.Next
 		}
 		require.Equal(t, ids, paged)
-		_, err = h.e.Worklist(h.ctx, "bob", engine.WorklistQuery{Cursor: "garbage"})
-		require.ErrorIs(t, err, engine.ErrConfig)
+		_, err = h.e.Worklist(h.ctx, "bob", engine.WorklistFilter{After: "garbage"})
+		require.ErrorIs(t, err, engine.ErrBadFilter)
 
 		// A claimed item leaves the others' worklists and stays in its owner's.
 		first := h.item(ids[0], "Enter")
 		require.NoError(t, h.e.ClaimWorkItem(h.ctx, first.ID, "alice"))
-		bobs, err := h.e.Worklist(h.ctx, "bob", engine.WorklistQuery{})
+		bobs, err := h.e.Worklist(h.ctx, "bob", engine.WorklistFilter{})
 		require.NoError(t, err)
-		require.Equal(t, ids[1:], ids2(bobs.Items))
-		alices, err := h.e.Worklist(h.ctx, "alice", engine.WorklistQuery{States: []workitem.State{workitem.Allocated}})
+		require.Equal(t, ids[1:], ids2(bobs.WorkItems))
+		alices, err := h.e.Worklist(h.ctx, "alice", engine.WorklistFilter{States: []workitem.State{workitem.Allocated}})
 		require.NoError(t, err)
-		require.Equal(t, ids[:1], ids2(alices.Items))
+		require.Equal(t, ids[:1], ids2(alices.WorkItems))
 
 		// Through a unit: dave sees Ship items of the sales unit.
 		for _, pid := range ids[1:3] {
@@ -339,12 +339,12 @@ func TestWorklists(t *testing.T) {
 			require.NoError(t, h.completeAs(h.item(pid, "Approve").ID, "carol", nil))
 		}
 		h.idle()
-		daves, err := h.e.Worklist(h.ctx, "dave", engine.WorklistQuery{Activities: []string{"Ship"}})
+		daves, err := h.e.Worklist(h.ctx, "dave", engine.WorklistFilter{Activities: []string{"Ship"}})
 		require.NoError(t, err)
-		require.ElementsMatch(t, ids[1:3], ids2(daves.Items), "offered concurrently: in either order")
-		filtered, err := h.e.Worklist(h.ctx, "alice", engine.WorklistQuery{Activities: []string{"Check"}})
+		require.ElementsMatch(t, ids[1:3], ids2(daves.WorkItems), "offered concurrently: in either order")
+		filtered, err := h.e.Worklist(h.ctx, "alice", engine.WorklistFilter{Activities: []string{"Check"}})
 		require.NoError(t, err)
-		require.Empty(t, filtered.Items)
+		require.Empty(t, filtered.WorkItems)
 	})
 }
 
@@ -377,7 +377,7 @@ func TestCompleteWorkItemInTheHostsTransaction(t *testing.T) {
 		var n int64
 		require.NoError(t, db.Model(&invoice{}).Count(&n).Error)
 		require.Zero(t, n)
-		require.Equal(t, string(workitem.Offered), h.item(id, "Enter").State, "the completion rolled back with the host")
+		require.Equal(t, workitem.Offered, h.item(id, "Enter").State, "the completion rolled back with the host")
 		require.Equal(t, int64(0), h.vars(id)["amount"])
 
 		// What follows the host's commit comes through the outbox poller.
@@ -402,7 +402,7 @@ func TestCompleteWorkItemInTheHostsTransaction(t *testing.T) {
 		case <-h.ctx.Done():
 			t.Fatal("the process never moved on after the host's commit")
 		}
-		require.Equal(t, "Check", h.item(id, "Check").ActivityDefID, "the process moved on after the host's commit")
+		require.Equal(t, "Check", h.item(id, "Check").Activity, "the process moved on after the host's commit")
 		require.Equal(t, int64(99), h.vars(id)["amount"])
 	})
 }
@@ -419,11 +419,11 @@ func TestCorrelationInbox(t *testing.T) {
 		// Approve's completion arrives while Enter is still open.
 		d, err := h.e.Send(h.ctx, engine.Message{MessageID: "m1", Instance: id, Activity: "Approve", User: "carol"})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, d.State)
+		require.Equal(t, engine.DeliveryPending, d.State)
 		again, err := h.e.Send(h.ctx, engine.Message{MessageID: "m1", Instance: id, Activity: "Approve", User: "carol"})
 		require.NoError(t, err)
 		require.True(t, again.Duplicate)
-		require.Equal(t, store.InboxPending, again.State)
+		require.Equal(t, engine.DeliveryPending, again.State)
 
 		// By data: the instance whose orderId is A-42, for Ship.
 		byData, err := h.e.Send(h.ctx, engine.Message{
@@ -431,36 +431,36 @@ func TestCorrelationInbox(t *testing.T) {
 			Activity: "Ship", User: "dave",
 		})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, byData.State)
+		require.Equal(t, engine.DeliveryPending, byData.State)
 		require.Equal(t, id, byData.Instance)
 
 		require.NoError(t, h.completeAs(h.item(id, "Enter").ID, "alice", nil))
 		require.NoError(t, h.completeAs(h.item(id, "Check").ID, "bob", nil))
 		// Approve and Ship completed themselves from the inbox.
 		confirm := h.item(id, "Confirm")
-		require.Equal(t, "Confirm", confirm.ActivityDefID)
+		require.Equal(t, "Confirm", confirm.Activity)
 		for _, m := range []string{"m1", "m2"} {
 			got, err := h.e.Inbox(h.ctx, m)
 			require.NoError(t, err)
-			require.Equal(t, store.InboxApplied, got.State, m)
+			require.Equal(t, engine.DeliveryApplied, got.State, m)
 		}
 
 		// A message for an activity the instance will never reach again
 		// expires with the reason when the instance ends.
 		late, err := h.e.Send(h.ctx, engine.Message{MessageID: "m3", Instance: id, Activity: "Check", User: "bob"})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, late.State)
+		require.Equal(t, engine.DeliveryPending, late.State)
 		require.NoError(t, h.completeAs(confirm.ID, "alice", nil))
 		h.requireState(id, wftype.ProcessCompleted)
 		got, err := h.e.Inbox(h.ctx, "m3")
 		require.NoError(t, err)
-		require.Equal(t, store.InboxExpired, got.State)
+		require.Equal(t, engine.DeliveryExpired, got.State)
 		require.Contains(t, got.Reason, "before reaching activity Check")
 
 		// After the end: expired at once. Bad messages: refused, nothing kept.
 		after, err := h.e.Send(h.ctx, engine.Message{MessageID: "m4", Instance: id, Activity: "Check", User: "bob"})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxExpired, after.State)
+		require.Equal(t, engine.DeliveryExpired, after.State)
 		_, err = h.e.Send(h.ctx, engine.Message{MessageID: "m5", Instance: id, Activity: "Nowhere"})
 		require.ErrorIs(t, err, engine.ErrNotFound)
 		_, err = h.e.Send(h.ctx, engine.Message{MessageID: "m6", Activity: "Check"})
@@ -506,14 +506,14 @@ func TestInboxMessageTimeToLive(t *testing.T) {
 		h.idle()
 		d, err := h.e.Send(h.ctx, engine.Message{MessageID: "ttl", Instance: id, Activity: "Check", User: "bob", TTL: time.Hour})
 		require.NoError(t, err)
-		require.Equal(t, store.InboxPending, d.State)
+		require.Equal(t, engine.DeliveryPending, d.State)
 		clock.Advance(2 * time.Hour)
 		require.NoError(t, h.completeAs(h.item(id, "Enter").ID, "alice", nil))
 		check := h.item(id, "Check")
-		require.Equal(t, string(workitem.Offered), check.State, "the expired message did not complete Check")
+		require.Equal(t, workitem.Offered, check.State, "the expired message did not complete Check")
 		got, err := h.e.Inbox(h.ctx, "ttl")
 		require.NoError(t, err)
-		require.Equal(t, store.InboxExpired, got.State)
+		require.Equal(t, engine.DeliveryExpired, got.State)
 		require.Contains(t, got.Reason, "time to live")
 	})
 }
@@ -566,13 +566,13 @@ func TestCompletionOutputsFollowTheActivitysFormalParameters(t *testing.T) {
 		} {
 			require.ErrorIs(t, h.completeAs(decide.ID, "alice", bad.outputs), bad.want, "%v", bad.outputs)
 		}
-		require.Equal(t, string(workitem.Offered), h.item(id, "Decide").State, "refused completions changed nothing")
+		require.Equal(t, workitem.Offered, h.item(id, "Decide").State, "refused completions changed nothing")
 
 		done, err := h.e.CompleteWorkItem(h.ctx, decide.ID, engine.Completion{
 			User: "alice", Outputs: map[string]any{"approved": true, "comment": "fine by me"},
 		})
 		require.NoError(t, err)
-		require.JSONEq(t, `{"approved":true,"comment":"fine by me"}`, string(done.Result))
+		require.Equal(t, map[string]any{"approved": true, "comment": "fine by me"}, done.Result)
 		h.requireState(id, wftype.ProcessCompleted)
 		require.Equal(t, map[string]any{"approved": true, "amount": int64(10)}, h.vars(id))
 	})

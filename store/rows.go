@@ -63,6 +63,10 @@ type ProcessInstance struct {
 	// with; "" for none. Keys are unique among the instances of a
 	// database: a second insert with the same key is store.ErrDuplicate.
 	StartKey string
+	// BusinessKey is the host's key of what the instance works on (an
+	// order, an account); "" for none. Not unique; indexed, so instances
+	// are found by it (ListProcessInstancesParams.BusinessKey).
+	BusinessKey string
 }
 
 // ActivityInstance is one execution of an XPDL activity within a process

@@ -306,6 +306,46 @@ type Tx interface {
 	// empty) per cause. Causes without incidents are absent.
 	CountIncidents(ctx context.Context, states []string) (map[string]int64, error)
 
+	// LocksForUpdate returns the locks (held and waiting) of a business
+	// key, in ID order, and serialises the caller's transaction with
+	// every other transaction that calls it for the same key, on every
+	// node, until it ends: the second caller waits for the first to
+	// commit or roll back and then sees what it wrote. Every change of
+	// the locks of a key goes through it first.
+	LocksForUpdate(ctx context.Context, businessKey string) ([]Lock, error)
+	// InsertLock stores a new lock, held or waiting. It returns
+	// ErrDuplicate when lock is held and a held lock of the same
+	// ScopeKey and BusinessKey exists: the database keeps at most one.
+	// The ID of lock is ignored; the returned lock has its ID.
+	InsertLock(ctx context.Context, lock Lock) (Lock, error)
+	// GrantLock makes the waiting lock id held since at; ErrDuplicate as
+	// for InsertLock, ErrNotFound when no waiting lock has that id.
+	GrantLock(ctx context.Context, id int64, at time.Time) error
+	// DeleteLocks deletes the locks params selects and returns how many
+	// it deleted. A filter with neither IDs nor ProcessInstanceID is
+	// refused (an error).
+	DeleteLocks(ctx context.Context, params DeleteLocksParams) (int64, error)
+	// ListLocks returns the locks matching the filter, in ID order.
+	ListLocks(ctx context.Context, params ListLocksParams) ([]Lock, error)
+	// PurgeProcessInstances deletes, in one transaction, up to
+	// params.Limit top-level process instances (or instances whose parent
+	// is gone) that are in one of params.States, ended before
+	// params.EndedBefore, match the package and process filter and have
+	// no unprocessed event, together with everything that belongs to
+	// them: activity instances, variables, work items and their worklist
+	// entries, events, history, inbox messages, timers, subscriptions and
+	// incidents. Their subflow instances, at any depth, are deleted with
+	// them when they too are in params.States, ended before the cutoff
+	// and have no unprocessed event; a subflow instance that is not (one
+	// started ASYNCHR that still runs) is kept with everything below it,
+	// and becomes a top-level candidate of its own. Nothing else is
+	// touched: a finished subflow instance of a parent that is not
+	// deleted stays. Concurrent callers (other engine nodes) never delete
+	// an instance twice nor fail because another deleted it: on MySQL the
+	// candidates are locked with FOR UPDATE SKIP LOCKED, and every delete
+	// repeats the rows' own conditions. Callers loop until Instances is 0.
+	PurgeProcessInstances(ctx context.Context, params PurgeProcessInstancesParams) (PurgeResult, error)
+
 	// InsertHistory appends entries to the audit trail; IDs of the
 	// arguments are ignored. It is all or none once the caller has rolled
 	// back after an error: inside a transaction, a store may leave the
@@ -395,11 +435,32 @@ type ListProcessInstancesParams struct {
 	// StartKey, when not empty, keeps only the instance started with that
 	// idempotency key.
 	StartKey string
+	// BusinessKey, when not empty, keeps only the instances with exactly
+	// that business key.
+	BusinessKey string
 	// NoPendingEvents keeps only instances that have no unprocessed event
 	// in the outbox (claimed or not): those recovery's sweep looks at.
 	NoPendingEvents bool
 	// Limit, when greater than 0, is the most instances returned.
 	Limit int
+	// ProcessDefID, when not empty, keeps only instances of that XPDL
+	// WorkflowProcess.
+	ProcessDefID string
+	// PackageID, when not empty, keeps only instances of a definition of
+	// that package.
+	PackageID string
+	// PackageVersion, when not 0, keeps only instances of a definition
+	// with that Version.
+	PackageVersion int
+	// CreatedFrom, when not nil, keeps only instances created at or
+	// after it.
+	CreatedFrom *time.Time
+	// CreatedBefore, when not nil, keeps only instances created before
+	// it.
+	CreatedBefore *time.Time
+	// OpenIncidentCause, when not empty, keeps only instances with an
+	// open incident of that cause.
+	OpenIncidentCause string
 }
 
 // UpdateActivityInstanceParams are the arguments of
@@ -434,6 +495,10 @@ type ListActivityInstancesParams struct {
 	// States, when not empty, keeps only activities in one of these
 	// states.
 	States []string
+	// AfterID keeps only activities whose ID is greater.
+	AfterID int64
+	// Limit, when greater than 0, is the most activities returned.
+	Limit int
 }
 
 // InsertWorkItemParams are the arguments of Tx.InsertWorkItem.
@@ -502,6 +567,11 @@ type ListWorkItemsParams struct {
 	AfterID int64
 	// Limit, when greater than 0, is the most items returned.
 	Limit int
+	// Owner, when not empty, keeps only items held by that user.
+	Owner string
+	// Performer, when not empty, keeps only items of that performer
+	// (the participant the item is offered or assigned to).
+	Performer string
 }
 
 // MaxWorklistLimit is the largest ListWorklistParams.Limit.
@@ -682,6 +752,16 @@ type ListTimersParams struct {
 	Kinds              []string
 	// Limit caps the result; 0 is no cap.
 	Limit int
+	// After, when not nil, continues the walk after the timer it names:
+	// the timers due later, or due at the same time with a greater ID.
+	After *TimerCursor
+}
+
+// TimerCursor names a position in a list of timers: the DueAt and ID of
+// the last timer of the previous page.
+type TimerCursor struct {
+	DueAt time.Time
+	ID    int64
 }
 
 // DeleteTimersParams filter Tx.DeleteTimers. ProcessInstanceID or IDs is

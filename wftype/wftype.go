@@ -28,11 +28,16 @@ const (
 	// ProcessLocking: deadlock, nothing can fire; an error state whose
 	// diagnosis names the cause.
 	ProcessLocking ProcessState = "Locking"
+	// ProcessQueued: created by a start that waits for a business-key
+	// lock (engine StartOptions.Lock with Wait); it becomes Initiated
+	// when it gets the lock, or is Terminated while it waits.
+	ProcessQueued ProcessState = "Queued"
 )
 
 // ProcessStates lists every process state in lifecycle order.
 var ProcessStates = []ProcessState{
 	ProcessInitiated, ProcessRunning, ProcessSuspended, ProcessCompleted, ProcessTerminated, ProcessLocking,
+	ProcessQueued,
 }
 
 // IsFinal reports whether no command moves the process on any more.

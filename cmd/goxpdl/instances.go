@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,17 +14,24 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 )
 
 // instancesUsage is the full usage text of "goxpdl instances".
-const instancesUsage = `Usage: goxpdl instances --db DSN [--json] [--state STATE] [--limit N]
+const instancesUsage = `Usage:
+
+	goxpdl instances --db DSN [--json] [--state STATE] [--process P] [--limit N]
+	goxpdl instances show --db DSN [--json] ID
 
 Instances counts the process instances of an engine database by state
 and lists them, oldest first. It only reads: it can run beside the
 engine nodes.
+
+"instances show ID" prints everything about one instance: its state, its
+activity instances (with the ids retry, skip and jump --cancel take),
+variables, work items, timers, incidents (resolved ones too), subflow
+instances and history.
 
 Flags:
 
@@ -35,13 +43,14 @@ Flags:
 	                "instances" lists the instances shown
 	--state STATE   list only instances in this state (the counts cover
 	                all)
+	--process P     list only instances of the WorkflowProcess with id P
 	--limit N       list at most N instances (default 100; 0 lists none)
 
 Exit status: 0 on success; 2 on a usage error or when the database
 cannot be read.
 `
 
-const instancesShortUsage = "usage: goxpdl instances --db DSN [--json] [--state STATE] [--limit N]\n"
+const instancesShortUsage = "usage: goxpdl instances [show ID] --db DSN [--json] [--state STATE] [--process P] [--limit N]\n"
 
 // instanceRow is one listed instance, as --json prints it.
 type instanceRow struct {
@@ -71,9 +80,14 @@ func runInstances(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	dsn := fs.String("db", "", "database")
 	asJSON := fs.Bool("json", false, "print JSON")
 	state := fs.String("state", "", "list only this state")
+	process := fs.String("process", "", "list only this process")
 	limit := fs.Int("limit", 100, "list at most N")
-	if code, ok := parseDBCommand(fs, args, dsn, instancesUsage, instancesShortUsage, stdout, stderr); !ok {
+	pos, code, ok := parseInstancesArgs(fs, args, dsn, stdout, stderr)
+	if !ok {
 		return code
+	}
+	if len(pos) == 2 {
+		return showInstanceCmd(pos[1], *dsn, *asJSON, stdout, stderr)
 	}
 	switch {
 	case *limit < 0:
@@ -96,7 +110,7 @@ func runInstances(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl instances: %v\n", err)
 		return exitUsage
 	}
-	rep, err := readInstances(ctx, st, *state, *limit)
+	rep, err := readInstances(ctx, st, instanceFilter{state: *state, process: *process, limit: *limit})
 	if err != nil {
 		printErr(stderr, "goxpdl instances: %v (is %s an engine database?)\n", err, describeDB(*dsn))
 		return exitUsage
@@ -111,38 +125,6 @@ func runInstances(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return writeOut(stdout, stderr, string(out)+"\n", exitOK)
 	}
 	return writeOut(stdout, stderr, formatInstances(rep), exitOK)
-}
-
-// readInstances counts the instances by state and lists up to limit of
-// them (in state when not empty).
-func readInstances(ctx context.Context, st store.Store, state string, limit int) (instancesReport, error) {
-	counts, err := st.CountProcessInstancesByState(ctx)
-	if err != nil {
-		return instancesReport{}, err
-	}
-	rep := instancesReport{Counts: make(map[string]int64, len(wftype.ProcessStates)), Instances: []instanceRow{}}
-	for _, s := range wftype.ProcessStates {
-		rep.Counts[string(s)] = counts[string(s)]
-		rep.Total += counts[string(s)]
-	}
-	if limit == 0 {
-		return rep, nil
-	}
-	params := store.ListProcessInstancesParams{Limit: limit}
-	if state != "" {
-		params.States = []string{state}
-	}
-	list, err := st.ListProcessInstances(ctx, params)
-	if err != nil {
-		return instancesReport{}, err
-	}
-	for _, pi := range list {
-		rep.Instances = append(rep.Instances, instanceRow{
-			ID: pi.ID, Process: pi.ProcessDefID, Definition: pi.DefinitionID, State: pi.State, Parent: pi.ParentInstanceID,
-			Diagnosis: pi.Diagnosis, CreatedAt: pi.CreatedAt, UpdatedAt: pi.UpdatedAt, EndedAt: pi.EndedAt,
-		})
-	}
-	return rep, nil
 }
 
 // formatInstances is the text form: the counts, then the list.
@@ -204,4 +186,108 @@ func parseDBCommand(fs *flag.FlagSet, args []string, dsn *string, usage, short s
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// parseInstancesArgs parses the arguments of instances: none, or "show
+// ID", flags before or after them; --db is required.
+func parseInstancesArgs(fs *flag.FlagSet, args []string, dsn *string, stdout, stderr io.Writer) ([]string, int, bool) {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, writeOut(stdout, stderr, instancesUsage, exitOK), false
+		}
+		return nil, exitUsage, false
+	}
+	switch {
+	case len(pos) != 0 && (pos[0] != "show" || len(pos) != 2):
+		printErr(stderr, "goxpdl instances: unexpected arguments %q\n%s", pos, instancesShortUsage)
+		return nil, exitUsage, false
+	case *dsn == "":
+		printErr(stderr, "goxpdl instances: --db is required (a new in-memory database holds nothing)\n%s", instancesShortUsage)
+		return nil, exitUsage, false
+	}
+	return pos, exitOK, true
+}
+
+// showInstanceCmd is "instances show ID".
+func showInstanceCmd(arg, dsn string, asJSON bool, stdout, stderr io.Writer) int {
+	id, err := parseID("instance", arg)
+	if err != nil {
+		printErr(stderr, "goxpdl instances show: %v\n%s", err, instancesShortUsage)
+		return exitUsage
+	}
+	o := opFlags{db: dsn, apps: "noop"}
+	ctx, s, code := openSession("instances show", &o, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	d, err := showInstance(ctx, s.e, id)
+	if err != nil {
+		return s.refusal(err)
+	}
+	return printResult(stdout, stderr, asJSON, d, formatDetail(d), exitOK)
+}
+
+// formatDetail is the text form of instances show.
+func formatDetail(d instanceDetail) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "instance %d of process %s (definition %d): %s\n", d.ID, d.Process, d.Definition, d.State)
+	if d.Diagnosis != "" {
+		fmt.Fprintf(&b, "diagnosis: %s\n", oneLine(d.Diagnosis))
+	}
+	if d.Parent != nil {
+		fmt.Fprintf(&b, "parent: instance %d\n", *d.Parent)
+	}
+	section := func(title string, header string, rows func(w io.Writer)) {
+		fmt.Fprintf(&b, "\n%s:\n", title)
+		w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		_, _ = fmt.Fprintln(w, "  "+header)
+		rows(w)
+		_ = w.Flush()
+	}
+	section("activities", "ID\tACTIVITY\tSTATE\tDIAGNOSIS", func(w io.Writer) {
+		for _, a := range d.Activities {
+			_, _ = fmt.Fprintf(w, "  %d\t%s\t%s\t%s\n", a.ID, a.Activity, a.State, oneLine(a.Diagnosis))
+		}
+	})
+	fmt.Fprintf(&b, "\nvariables:\n")
+	for _, line := range strings.Split(strings.TrimSuffix(formatVariables(d.Variables), "\n"), "\n") {
+		if line != "" {
+			fmt.Fprintf(&b, "  %s\n", line)
+		}
+	}
+	if len(d.WorkItems) > 0 {
+		section("work items", "ID\tACTIVITY\tSTATE\tOFFERED TO\tOWNER", func(w io.Writer) {
+			for _, wi := range d.WorkItems {
+				_, _ = fmt.Fprintf(w, "  %d\t%s\t%s\t%s\t%s\n", wi.ID, wi.Activity, wi.State, strings.Join(wi.Assignees, ","), cmp.Or(wi.Owner, wi.CompletedBy, "-"))
+			}
+		})
+	}
+	if len(d.Timers) > 0 {
+		section("timers", "ID\tKIND\tSTATE\tDUE", func(w io.Writer) {
+			for _, t := range d.Timers {
+				_, _ = fmt.Fprintf(w, "  %d\t%s\t%s\t%s\n", t.ID, t.Kind, t.State, t.DueAt.UTC().Format(time.RFC3339))
+			}
+		})
+	}
+	if len(d.Incidents) > 0 {
+		section("incidents", "ID\tACTIVITY\tCAUSE\tSTATE\tERROR", func(w io.Writer) {
+			for _, inc := range d.Incidents {
+				_, _ = fmt.Fprintf(w, "  %d\t%d (%s)\t%s\t%s\t%s\n", inc.ID, inc.ActivityInstance, inc.Activity, inc.Cause, inc.State, oneLine(inc.Error))
+			}
+		})
+	}
+	if len(d.Children) > 0 {
+		section("subflow instances", "ID\tPROCESS\tSTATE", func(w io.Writer) {
+			for _, c := range d.Children {
+				_, _ = fmt.Fprintf(w, "  %d\t%s\t%s\n", c.ID, c.Process, c.State)
+			}
+		})
+	}
+	fmt.Fprintf(&b, "\nhistory:\n")
+	for _, line := range strings.Split(strings.TrimSuffix(formatHistory(d.History), "\n"), "\n") {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	return b.String()
 }

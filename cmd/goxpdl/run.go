@@ -9,7 +9,7 @@ import (
 // Exit codes shared by every command.
 const (
 	exitOK       = 0 // success
-	exitProblems = 1 // the input has problems (validate: an invalid definition)
+	exitProblems = 1 // the input has problems (validate: an invalid definition); for the operator commands, exitRefused
 	exitUsage    = 2 // usage error, or a file cannot be read or written
 )
 
@@ -24,13 +24,34 @@ type command struct {
 }
 
 // commands lists the subcommands in the order "goxpdl help" shows them.
-var commands = []command{
+var commands = append([]command{
 	{name: "validate", summary: "check XPDL files and report their problems", usage: validateUsage, runFunc: runValidate},
 	{name: "run", summary: "run a process of an XPDL file to its end", usage: runUsage, runFunc: runRun},
-	{name: "resume", summary: "recover a database after a crash and run its pending work", usage: resumeUsage, runFunc: runResume},
-	{name: "instances", summary: "count and list the process instances of a database by state", usage: instancesUsage, runFunc: runInstances},
+	{name: "deploy", summary: "deploy XPDL files into a database as new versions", usage: deployUsage, runFunc: runDeploy},
+	{name: "definitions", summary: "list the deployed versions with their instance counts", usage: definitionsUsage, runFunc: runDefinitions},
+	{name: "start", summary: "start an instance of a deployed process", usage: startUsage, runFunc: runStart},
+	{name: "instances", summary: "count and list the process instances; show one", usage: instancesUsage, runFunc: runInstances},
+	{name: "suspend", summary: lifecycle[0].summary, usage: lifecycle[0].usage(), runFunc: lifecycle[0].run},
+	{name: "resume", summary: lifecycle[1].summary, usage: lifecycle[1].usage(), runFunc: runResumeOrRecover},
+	{name: "terminate", summary: lifecycle[2].summary, usage: lifecycle[2].usage(), runFunc: lifecycle[2].run},
+	{name: "incidents", summary: "list what needs an operator, counted by cause", usage: incidentsUsage, runFunc: runIncidents},
+}, append(instanceCommands(repairs), []command{
+	{name: "vars", summary: varsCommand.summary, usage: varsCommand.usage(), runFunc: runVars},
+	{name: "history", summary: "print the audit trail of an instance", usage: historyUsage, runFunc: runHistory},
+	{name: "migrate", summary: "move running instances to another version of their package", usage: migrateUsage, runFunc: runMigrate},
+	{name: "workitems", summary: "list work items; claim, complete, reassign, withdraw one", usage: workitemsUsage, runFunc: runWorkitems},
+	{name: "recover", summary: "recover a database after a crash and run its pending work", usage: recoverUsage, runFunc: runRecover},
 	{name: "bench", summary: "measure the engine's throughput on a database", usage: benchUsage, runFunc: runBench},
 	{name: "version", summary: "print the version of goxpdl and of the Go it was built with", usage: versionUsage, runFunc: runVersion},
+}...)...)
+
+// instanceCommands are the command-table entries of instance commands.
+func instanceCommands(cs []instanceCommand) []command {
+	out := make([]command, len(cs))
+	for i, c := range cs {
+		out[i] = command{name: c.name, summary: c.summary, usage: c.usage(), runFunc: c.run}
+	}
+	return out
 }
 
 func lookup(name string) (command, bool) {
@@ -91,9 +112,9 @@ Commands:
 
 `)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "\t%-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "\t%-12s %s\n", c.name, c.summary)
 	}
-	b.WriteString(`	help       show this text, or the usage of one command
+	b.WriteString(`	help         show this text, or the usage of one command
 
 Run "goxpdl help <command>" for the flags and exit codes of a command.
 `)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/resource"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -275,7 +274,7 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 	} else if code := writeOut(stdout, stderr, summary.String()+"\n", exitOK); code != exitOK {
 		return code
 	}
-	if root.State == string(wftype.ProcessCompleted) {
+	if root.State == wftype.ProcessCompleted {
 		return exitOK
 	}
 	return exitStuck
@@ -322,15 +321,15 @@ type outcome struct {
 
 func (o outcome) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "instance %d of process %s: %s", o.root.ID, o.root.ProcessDefID, o.root.State)
+	fmt.Fprintf(&b, "instance %d of process %s: %s", o.root.ID, o.root.Process, o.root.State)
 	if o.root.Diagnosis != "" {
 		fmt.Fprintf(&b, ": %s", o.root.Diagnosis)
 	}
 	for _, a := range o.abnormal {
-		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.ActivityDefID, a.ID, a.ProcessInstanceID, a.Diagnosis)
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Abnormal: %s", a.Activity, a.ID, a.Instance, a.Diagnosis)
 	}
 	for _, a := range o.waiting {
-		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Waiting", a.ActivityDefID, a.ID, a.ProcessInstanceID)
+		fmt.Fprintf(&b, "; activity %s (instance %d of process instance %d) is Waiting", a.Activity, a.ID, a.Instance)
 	}
 	if len(o.openItems) > 0 {
 		ids := make([]string, len(o.openItems))
@@ -360,23 +359,23 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 			return outcome{}, err
 		}
 		o := outcome{root: tree[0]}
-		if wftype.ProcessState(o.root.State).IsFinal() {
+		if o.root.State.IsFinal() {
 			return o, nil
 		}
 		pending := false
 		for _, pi := range tree {
-			if wftype.ProcessState(pi.State).IsFinal() {
+			if pi.State.IsFinal() {
 				continue
 			}
-			if pi.State == string(wftype.ProcessInitiated) {
+			if pi.State == wftype.ProcessInitiated {
 				pending = true
 			}
-			acts, err := e.Activities(ctx, pi.ID)
+			acts, err := allActivities(ctx, e, pi.ID)
 			if err != nil {
 				return outcome{}, err
 			}
 			for _, a := range acts {
-				switch wftype.ActivityState(a.State) {
+				switch a.State {
 				case wftype.ActivityAbnormal:
 					o.abnormal = append(o.abnormal, a)
 				case wftype.ActivityWaiting:
@@ -384,10 +383,10 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 						o.waiting = append(o.waiting, a)
 					}
 				case wftype.ActivityInitiated, wftype.ActivityActive:
-					pending = pending || pi.State == string(wftype.ProcessRunning)
+					pending = pending || pi.State == wftype.ProcessRunning
 				}
 			}
-			items, err := e.WorkItems(ctx, engine.WorkItemFilter(pi.ID))
+			items, err := openWorkItems(ctx, e, pi.ID)
 			if err != nil {
 				return outcome{}, err
 			}
@@ -457,7 +456,7 @@ func drive(ctx context.Context, e *engine.Engine, id int64, auto bool) (outcome,
 // instance of tree.
 func callsSubflow(tree []engine.ProcessInstance, id int64) bool {
 	for _, pi := range tree {
-		if pi.ParentActivityID != nil && *pi.ParentActivityID == id {
+		if pi.ParentActivity == id {
 			return true
 		}
 	}
@@ -468,7 +467,7 @@ func callsSubflow(tree []engine.ProcessInstance, id int64) bool {
 // whose activities are among acts.
 func runsBlock(acts []engine.ActivityInstance, id int64) bool {
 	for _, a := range acts {
-		if a.BlockInstanceID != nil && *a.BlockInstanceID == id {
+		if a.Block == id {
 			return true
 		}
 	}
@@ -482,7 +481,7 @@ func sameVersions(a, b []engine.ProcessInstance) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Version != b[i].Version {
+		if a[i].ID != b[i].ID || a[i].Revision != b[i].Revision {
 			return false
 		}
 	}
@@ -495,7 +494,7 @@ func nextProgressTimer(ctx context.Context, e *engine.Engine, tree []engine.Proc
 	var next time.Time
 	found := false
 	for _, pi := range tree {
-		if wftype.ProcessState(pi.State).IsFinal() {
+		if pi.State.IsFinal() {
 			continue
 		}
 		t, ok, err := e.NextProgressTimer(ctx, pi.ID)
@@ -545,11 +544,18 @@ func instanceTree(ctx context.Context, e *engine.Engine, id int64) ([]engine.Pro
 	}
 	tree := []engine.ProcessInstance{root}
 	for i := 0; i < len(tree); i++ {
-		kids, err := e.Instances(ctx, store.ListProcessInstancesParams{ParentInstanceID: tree[i].ID})
-		if err != nil {
-			return nil, err
+		f := engine.InstanceFilter{Parent: tree[i].ID, Limit: 1000}
+		for {
+			kids, err := e.Instances(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			tree = append(tree, kids.Instances...)
+			if kids.Next == 0 {
+				break
+			}
+			f.After = kids.Next
 		}
-		tree = append(tree, kids...)
 	}
 	return tree, nil
 }

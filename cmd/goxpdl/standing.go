@@ -40,24 +40,24 @@ func whereItStands(ctx context.Context, e *engine.Engine, id int64, why string) 
 	}
 	s := standing{root: tree[0], why: why}
 	for _, pi := range tree {
-		if wftype.ProcessState(pi.State).IsFinal() {
+		if pi.State.IsFinal() {
 			continue
 		}
-		acts, err := e.Activities(ctx, pi.ID)
+		acts, err := allActivities(ctx, e, pi.ID)
 		if err != nil {
 			return standing{}, err
 		}
 		for _, a := range acts {
-			if wftype.ActivityState(a.State) != wftype.ActivityCompleted {
+			if a.State != wftype.ActivityCompleted {
 				s.activities = append(s.activities, a)
 			}
 		}
-		items, err := e.WorkItems(ctx, engine.WorkItemFilter(pi.ID))
+		items, err := openWorkItems(ctx, e, pi.ID)
 		if err != nil {
 			return standing{}, err
 		}
 		s.items = append(s.items, items...)
-		timers, err := e.Timers(ctx, pi.ID)
+		timers, err := allTimers(ctx, e, pi.ID)
 		if err != nil {
 			return standing{}, err
 		}
@@ -69,7 +69,7 @@ func whereItStands(ctx context.Context, e *engine.Engine, id int64, why string) 
 // String is run's summary line for a run that was stopped.
 func (s standing) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "instance %d of process %s: %s", s.root.ID, s.root.ProcessDefID, s.root.State)
+	fmt.Fprintf(&b, "instance %d of process %s: %s", s.root.ID, s.root.Process, s.root.State)
 	if s.root.Diagnosis != "" {
 		fmt.Fprintf(&b, ": %s", s.root.Diagnosis)
 	}
@@ -77,7 +77,7 @@ func (s standing) String() string {
 	if len(s.activities) > 0 {
 		list := make([]string, len(s.activities))
 		for i, a := range s.activities {
-			list[i] = fmt.Sprintf("%s (instance %d%s) %s", a.ActivityDefID, a.ID, s.ofSubflow(a.ProcessInstanceID), a.State)
+			list[i] = fmt.Sprintf("%s (instance %d%s) %s", a.Activity, a.ID, s.ofSubflow(a.Instance), a.State)
 			if a.Diagnosis != "" {
 				list[i] += ": " + a.Diagnosis
 			}
@@ -94,9 +94,9 @@ func (s standing) String() string {
 	if len(s.timers) > 0 {
 		list := make([]string, len(s.timers))
 		for i, t := range s.timers {
-			list[i] = fmt.Sprintf("%s %s due %s%s", t.State, t.Kind, t.DueAt.UTC().Format(time.RFC3339), s.ofSubflow(t.ProcessInstanceID))
-			if t.ActivityInstanceID != 0 {
-				list[i] += fmt.Sprintf(" (activity instance %d)", t.ActivityInstanceID)
+			list[i] = fmt.Sprintf("%s %s due %s%s", t.State, t.Kind, t.DueAt.UTC().Format(time.RFC3339), s.ofSubflow(t.Instance))
+			if t.ActivityInstance != 0 {
+				list[i] += fmt.Sprintf(" (activity instance %d)", t.ActivityInstance)
 			}
 		}
 		fmt.Fprintf(&b, "; timers: %s", strings.Join(list, ", "))

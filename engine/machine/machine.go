@@ -31,11 +31,18 @@ const (
 	// moved its tokens on (administrative; paper §2.1: a Locking instance
 	// is not dead).
 	ProcessRepair ProcessCommand = "repair"
+	// ProcessQueue parks a new instance whose start waits for a
+	// business-key lock held by another instance.
+	ProcessQueue ProcessCommand = "queue"
+	// ProcessDequeue hands a Queued instance its lock: it is Initiated
+	// and scheduled as a new start is.
+	ProcessDequeue ProcessCommand = "dequeue"
 )
 
 // ProcessCommands lists every process command.
 var ProcessCommands = []ProcessCommand{
 	ProcessSchedule, ProcessSuspend, ProcessResume, ProcessTerminate, ProcessComplete, ProcessLock, ProcessRepair,
+	ProcessQueue, ProcessDequeue,
 }
 
 // processTable holds the legal process transitions; anything else is
@@ -43,6 +50,11 @@ var ProcessCommands = []ProcessCommand{
 var processTable = map[wftype.ProcessState]map[ProcessCommand]wftype.ProcessState{
 	wftype.ProcessInitiated: {
 		ProcessSchedule: wftype.ProcessRunning,
+		ProcessQueue:    wftype.ProcessQueued,
+	},
+	wftype.ProcessQueued: {
+		ProcessDequeue:   wftype.ProcessInitiated,
+		ProcessTerminate: wftype.ProcessTerminated,
 	},
 	wftype.ProcessRunning: {
 		ProcessSuspend:   wftype.ProcessSuspended,

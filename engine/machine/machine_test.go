@@ -27,6 +27,9 @@ var legalProcess = map[string]wftype.ProcessState{
 	"Suspended/complete":  wftype.ProcessCompleted,
 	"Suspended/lock":      wftype.ProcessLocking,
 	"Locking/repair":      wftype.ProcessRunning,
+	"Initiated/queue":     wftype.ProcessQueued,
+	"Queued/dequeue":      wftype.ProcessInitiated,
+	"Queued/terminate":    wftype.ProcessTerminated,
 }
 
 func TestProcessTransitions(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/workitem"
 )
 
@@ -29,27 +28,23 @@ type driver struct {
 
 // run drives until ctx ends.
 func (d *driver) run(ctx context.Context) {
-	states := make([]string, len(workitem.OpenStates))
-	for i, s := range workitem.OpenStates {
-		states[i] = string(s)
-	}
 	for ctx.Err() == nil {
-		var after int64
+		f := engine.WorkItemFilter{States: workitem.OpenStates, Limit: driverPage}
 		for ctx.Err() == nil {
-			items, err := d.e.WorkItems(ctx, store.ListWorkItemsParams{States: states, AfterID: after, Limit: driverPage})
+			page, err := d.e.WorkItems(ctx, f)
 			if err != nil {
 				if ctx.Err() == nil {
 					d.log.Warn("driver: list work items failed", "err", err)
 				}
 				break
 			}
-			for _, wi := range items {
-				after = wi.ID
+			for _, wi := range page.WorkItems {
 				d.complete(ctx, wi)
 			}
-			if len(items) < driverPage {
+			if page.Next == 0 {
 				break
 			}
+			f.After = page.Next
 		}
 		if pause(ctx, d.pause) != nil {
 			return
@@ -68,6 +63,6 @@ func (d *driver) complete(ctx context.Context, wi engine.WorkItem) {
 		d.refused.Add(1)
 	default:
 		d.failed.Add(1)
-		d.log.Warn("driver: complete work item failed", "workitem", wi.ID, "activity", wi.ActivityDefID, "err", err)
+		d.log.Warn("driver: complete work item failed", "workitem", wi.ID, "activity", wi.Activity, "err", err)
 	}
 }

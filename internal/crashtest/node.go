@@ -17,7 +17,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/store"
 )
 
 // nodeConfig is the command line of "crashtest node", the engine process
@@ -264,21 +263,21 @@ func deployMissing(ctx context.Context, e *engine.Engine, l *load) error {
 // countRoots counts the process instances that are no subflow's.
 func countRoots(ctx context.Context, e *engine.Engine) (int, error) {
 	var n int
-	var after int64
+	f := engine.InstanceFilter{Limit: 1000}
 	for {
-		page, err := e.Instances(ctx, store.ListProcessInstancesParams{AfterID: after, Limit: 1000})
+		page, err := e.Instances(ctx, f)
 		if err != nil {
 			return 0, fmt.Errorf("list instances: %w", err)
 		}
-		for _, pi := range page {
-			if pi.ParentInstanceID == nil {
+		for _, pi := range page.Instances {
+			if pi.Parent == 0 {
 				n++
 			}
-			after = pi.ID
 		}
-		if len(page) < 1000 {
+		if page.Next == 0 {
 			return n, nil
 		}
+		f.After = page.Next
 	}
 }
 

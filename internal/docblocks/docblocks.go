@@ -17,6 +17,11 @@
 //
 // To change a block, change the region, run the tests, and paste the
 // region (unindented) into the document; a failing test prints both.
+//
+// A ```txtar block is, the same way, a region of one of the command-line
+// scripts that cmd/goxpdl's tests run (cmd/goxpdl/testdata/script), marked
+// with "# begin docblock DOC" and "# end docblock": a worked session of
+// goxpdl commands in the documentation is a script that runs.
 package docblocks
 
 import (
@@ -76,7 +81,7 @@ func Fenced(root, doc string) ([]Block, error) {
 	return blocks, nil
 }
 
-// Region is a marked region of a Go file.
+// Region is a marked region of a Go file or of a script.
 type Region struct {
 	// File is the Go file, Line the line of its begin comment.
 	File string
@@ -88,11 +93,34 @@ type Region struct {
 	Text string
 }
 
-// The marker comments of a region.
+// The marker comments of a region: in Go files, and in scripts.
 const (
-	beginMarker = "// begin docblock "
-	endMarker   = "// end docblock"
+	beginMarker       = "// begin docblock "
+	endMarker         = "// end docblock"
+	scriptBeginMarker = "# begin docblock "
+	scriptEndMarker   = "# end docblock"
 )
+
+// ScriptDir holds the command-line scripts, relative to the repository
+// root.
+const ScriptDir = "cmd/goxpdl/testdata/script"
+
+// ScriptRegions returns the regions marked in the scripts of ScriptDir.
+func ScriptRegions(root string) ([]Region, error) {
+	paths, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(ScriptDir), "*.txtar"))
+	if err != nil {
+		return nil, err
+	}
+	var regions []Region
+	for _, path := range paths {
+		found, err := markedRegions(path, scriptBeginMarker, scriptEndMarker)
+		if err != nil {
+			return nil, err
+		}
+		regions = append(regions, found...)
+	}
+	return regions, nil
+}
 
 // Regions returns the regions marked in the _test.go files under root,
 // skipping hidden directories, bin and testdata.
@@ -121,6 +149,12 @@ func Regions(root string) ([]Region, error) {
 
 // fileRegions returns the regions of one Go file.
 func fileRegions(path string) ([]Region, error) {
+	return markedRegions(path, beginMarker, endMarker)
+}
+
+// markedRegions returns the regions of one file between the begin and
+// end markers.
+func markedRegions(path, beginMarker, endMarker string) ([]Region, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

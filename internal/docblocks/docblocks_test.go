@@ -44,8 +44,25 @@ func TestGoBlocksAreCompiledRegions(t *testing.T) {
 	r := root(t)
 	regions, err := docblocks.Regions(r)
 	require.NoError(t, err)
+	pair(t, r, blocks(t, r)["go"], regions, "```go block", "a _test.go file marked \"// begin docblock DOC\" ... \"// end docblock\"; mark the code it shows in a compiled Example or test")
+}
+
+// Every ```txtar block is a marked region of a command-line script that
+// cmd/goxpdl's tests run: a worked session in the documentation runs.
+func TestScriptBlocksAreTestedRegions(t *testing.T) {
+	t.Parallel()
+	r := root(t)
+	regions, err := docblocks.ScriptRegions(r)
+	require.NoError(t, err)
+	pair(t, r, blocks(t, r)["txtar"], regions, "```txtar block", "a script of "+docblocks.ScriptDir+" marked \"# begin docblock DOC\" ... \"# end docblock\"; write the session as a script")
+}
+
+// pair checks that each block is the text of a region marked for its
+// document, and each region a block.
+func pair(t *testing.T, r string, blocks []docblocks.Block, regions []docblocks.Region, what, where string) {
+	t.Helper()
 	used := make([]bool, len(regions))
-	for _, b := range blocks(t, r)["go"] {
+	for _, b := range blocks {
 		var candidates []docblocks.Region
 		matched := false
 		for i, reg := range regions {
@@ -66,16 +83,15 @@ func TestGoBlocksAreCompiledRegions(t *testing.T) {
 		if len(candidates) == 1 {
 			rel, _ := filepath.Rel(r, candidates[0].File)
 			require.Equal(t, candidates[0].Text, b.Text,
-				"%s:%d: this ```go block differs from the region %s:%d marked for it; make them the same (the region compiles, the block is copied from it)",
-				b.File, b.Line, rel, candidates[0].Line)
+				"%s:%d: this %s differs from the region %s:%d marked for it; make them the same (the region runs, the block is copied from it)",
+				b.File, b.Line, what, rel, candidates[0].Line)
 		}
-		t.Errorf("%s:%d: this ```go block is no region of a _test.go file marked %q ... %q; mark the code it shows in a compiled Example or test, and copy it here:\n%s",
-			b.File, b.Line, "// begin docblock "+b.File, "// end docblock", b.Text)
+		t.Errorf("%s:%d: this %s is no region of %s, and copy it here:\n%s", b.File, b.Line, what, where, b.Text)
 	}
 	for i, reg := range regions {
 		if !used[i] {
 			rel, _ := filepath.Rel(r, reg.File)
-			t.Errorf("%s:%d: the region marked for %s is no ```go block of it; copy it there or remove the markers:\n%s", rel, reg.Line, reg.Doc, reg.Text)
+			t.Errorf("%s:%d: the region marked for %s is no %s of it; copy it there or remove the markers:\n%s", rel, reg.Line, reg.Doc, what, reg.Text)
 		}
 	}
 }

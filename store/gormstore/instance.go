@@ -124,9 +124,35 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 	if params.StartKey != "" {
 		q = q.Where("start_key = ?", params.StartKey)
 	}
+	if params.BusinessKey != "" {
+		q = q.Where("business_key = ?", params.BusinessKey)
+	}
 	if params.NoPendingEvents {
 		q = q.Where("NOT EXISTS (SELECT 1 FROM " + tableEvents + " e WHERE e.process_instance_id = " +
 			tableProcessInstances + ".id AND e.processed_at IS NULL)")
+	}
+	if params.ProcessDefID != "" {
+		q = q.Where("process_def_id = ?", params.ProcessDefID)
+	}
+	if params.PackageID != "" || params.PackageVersion != 0 {
+		defs := s.db.Model(&definitionModel{}).Select("id")
+		if params.PackageID != "" {
+			defs = defs.Where("package_id = ?", params.PackageID)
+		}
+		if params.PackageVersion != 0 {
+			defs = defs.Where("version = ?", params.PackageVersion)
+		}
+		q = q.Where("definition_id IN (?)", defs)
+	}
+	if params.CreatedFrom != nil {
+		q = q.Where("created_at >= ?", dbTime(*params.CreatedFrom))
+	}
+	if params.CreatedBefore != nil {
+		q = q.Where("created_at < ?", dbTime(*params.CreatedBefore))
+	}
+	if params.OpenIncidentCause != "" {
+		q = q.Where("EXISTS (SELECT 1 FROM "+tableIncidents+" i WHERE i.process_instance_id = "+
+			tableProcessInstances+".id AND i.state = ? AND i.cause = ?)", store.IncidentOpen, params.OpenIncidentCause)
 	}
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
@@ -348,6 +374,12 @@ func (s *Store) ListActivityInstances(ctx context.Context, params store.ListActi
 	q := s.db.WithContext(ctx).Where("process_instance_id = ?", params.ProcessInstanceID).Order("id")
 	if len(params.States) > 0 {
 		q = q.Where("state IN ?", params.States)
+	}
+	if params.AfterID != 0 {
+		q = q.Where("id > ?", params.AfterID)
+	}
+	if params.Limit > 0 {
+		q = q.Limit(params.Limit)
 	}
 	var ms []activityInstanceModel
 	if err := q.Find(&ms).Error; err != nil {

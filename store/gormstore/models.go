@@ -58,32 +58,38 @@ type definitionModel struct {
 
 func (definitionModel) TableName() string { return tableDefinitions }
 
+// processInstanceModel is a process instance.
+// goxpdl_process_instances_ended (state, ended_at) serves retention's
+// search for instances that ended before a cutoff (purge.go).
 type processInstanceModel struct {
 	ID               int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_process_instances_state,priority:2"`
 	DefinitionID     int64      `gorm:"column:definition_id;not null;index:goxpdl_process_instances_definition"`
 	ProcessDefID     string     `gorm:"column:process_def_id;size:255;not null"`
 	ParentInstanceID *int64     `gorm:"column:parent_instance_id;index:goxpdl_process_instances_parent"`
 	ParentActivityID *int64     `gorm:"column:parent_activity_id"`
-	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1"`
+	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1;index:goxpdl_process_instances_ended,priority:1"`
 	Version          int64      `gorm:"column:version;not null"`
 	Diagnosis        string     `gorm:"column:diagnosis;type:text;not null"`
 	Tokens           []byte     `gorm:"column:tokens"`
 	CreatedAt        time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	UpdatedAt        time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
-	EndedAt          *time.Time `gorm:"column:ended_at;precision:6"`
+	EndedAt          *time.Time `gorm:"column:ended_at;precision:6;index:goxpdl_process_instances_ended,priority:2"`
 	// StartKey is NULL when the host gave no key, so that the unique
 	// index admits any number of those.
 	StartKey *string `gorm:"column:start_key;size:255;uniqueIndex:goxpdl_process_instances_start_key"`
+	// BusinessKey is NULL for none; nullable so that Migrate can add it
+	// to a table that has rows.
+	BusinessKey *string `gorm:"column:business_key;size:255;index:goxpdl_process_instances_business_key"`
 }
 
 func (processInstanceModel) TableName() string { return tableProcessInstances }
 
 // processInstanceColumns are the columns of a processInstanceModel but
 // its id, in the order of values.
-var processInstanceColumns = []string{"definition_id", "process_def_id", "parent_instance_id", "parent_activity_id", "state", "version", "diagnosis", "tokens", "created_at", "updated_at", "ended_at", "start_key"}
+var processInstanceColumns = []string{"definition_id", "process_def_id", "parent_instance_id", "parent_activity_id", "state", "version", "diagnosis", "tokens", "created_at", "updated_at", "ended_at", "start_key", "business_key"}
 
 func (m processInstanceModel) values() []any {
-	return []any{m.DefinitionID, m.ProcessDefID, m.ParentInstanceID, m.ParentActivityID, m.State, m.Version, m.Diagnosis, m.Tokens, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.StartKey}
+	return []any{m.DefinitionID, m.ProcessDefID, m.ParentInstanceID, m.ParentActivityID, m.State, m.Version, m.Diagnosis, m.Tokens, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.StartKey, m.BusinessKey}
 }
 
 type activityInstanceModel struct {
@@ -341,6 +347,8 @@ var allModels = []any{
 	&nodeModel{},
 	&subscriptionModel{},
 	&incidentModel{},
+	&lockModel{},
+	&lockKeyModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through
@@ -426,6 +434,7 @@ func processInstanceFromRow(r store.ProcessInstance) processInstanceModel {
 		UpdatedAt:        dbTime(r.UpdatedAt),
 		EndedAt:          dbTimePtr(r.EndedAt),
 		StartKey:         nullString(r.StartKey),
+		BusinessKey:      nullString(r.BusinessKey),
 	}
 }
 
@@ -444,6 +453,7 @@ func (m *processInstanceModel) row() store.ProcessInstance {
 		UpdatedAt:        rowTime(m.UpdatedAt),
 		EndedAt:          rowTimePtr(m.EndedAt),
 		StartKey:         derefString(m.StartKey),
+		BusinessKey:      derefString(m.BusinessKey),
 	}
 }
 

@@ -143,6 +143,10 @@ func (s *Store) ListTimers(ctx context.Context, params store.ListTimersParams) (
 	if len(params.Kinds) > 0 {
 		q = q.Where("kind IN ?", params.Kinds)
 	}
+	if params.After != nil {
+		due := dbTime(params.After.DueAt)
+		q = q.Where("(due_at > ? OR (due_at = ? AND id > ?))", due, due, params.After.ID)
+	}
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
 	}

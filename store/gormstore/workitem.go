@@ -135,6 +135,12 @@ func (s *Store) ListWorkItems(ctx context.Context, params store.ListWorkItemsPar
 	if params.AfterID != 0 {
 		q = q.Where("id > ?", params.AfterID)
 	}
+	if params.Owner != "" {
+		q = q.Where("owner = ?", params.Owner)
+	}
+	if params.Performer != "" {
+		q = q.Where("performer = ?", params.Performer)
+	}
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
 	}

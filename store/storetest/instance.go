@@ -30,6 +30,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 			UpdatedAt:        at(time.Second),
 			EndedAt:          ptr(at(time.Minute)),
 			StartKey:         "order-42/approve",
+			BusinessKey:      "order-42",
 		}
 		pi, err := b.s.InsertProcessInstance(b.ctx, in)
 		require.NoError(t, err)
@@ -219,6 +220,60 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		got, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{ParentInstanceID: p2.ID})
 		require.NoError(t, err)
 		require.Equal(t, []store.ProcessInstance{p5}, got)
+	})
+
+	t.Run("ListByProcessPackageTimeAndIncident", func(t *testing.T) {
+		b := h.setup(t)
+		pkg1 := newDefinition(t, b) // pkg version 1
+		pkg2 := newDefinition(t, b) // pkg version 2
+		other, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{
+			PackageID: "other", Name: "Other", Source: []byte("<Package/>"), CreatedAt: t0,
+		})
+		require.NoError(t, err)
+		require.Equal(t, 1, other.Version)
+		insert := func(defID int64, proc string, created time.Time) store.ProcessInstance {
+			pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				DefinitionID: defID, ProcessDefID: proc, State: "Running", CreatedAt: created, UpdatedAt: created,
+			})
+			require.NoError(t, err)
+			return pi
+		}
+		p1 := insert(pkg1.ID, "main", at(0))
+		p2 := insert(pkg1.ID, "sub", at(time.Second))
+		p3 := insert(pkg2.ID, "main", at(2*time.Second))
+		p4 := insert(other.ID, "main", at(3*time.Second))
+		list := func(params store.ListProcessInstancesParams) []int64 {
+			t.Helper()
+			got, err := b.s.ListProcessInstances(b.ctx, params)
+			require.NoError(t, err)
+			return ids(got, func(p store.ProcessInstance) int64 { return p.ID })
+		}
+		require.Equal(t, []int64{p1.ID, p3.ID, p4.ID}, list(store.ListProcessInstancesParams{ProcessDefID: "main"}))
+		require.Equal(t, []int64{p1.ID, p2.ID, p3.ID}, list(store.ListProcessInstancesParams{PackageID: "pkg"}))
+		require.Equal(t, []int64{p3.ID}, list(store.ListProcessInstancesParams{PackageID: "pkg", PackageVersion: 2}))
+		require.Equal(t, []int64{p1.ID, p2.ID, p4.ID}, list(store.ListProcessInstancesParams{PackageVersion: 1}))
+		require.Empty(t, list(store.ListProcessInstancesParams{PackageID: "none"}))
+		require.Equal(t, []int64{p1.ID}, list(store.ListProcessInstancesParams{PackageID: "pkg", ProcessDefID: "main", PackageVersion: 1}))
+
+		// Creation times: CreatedFrom is inclusive, CreatedBefore is not,
+		// both at the store's microsecond precision.
+		require.Equal(t, []int64{p2.ID, p3.ID}, list(store.ListProcessInstancesParams{CreatedFrom: ptr(at(time.Second)), CreatedBefore: ptr(at(3 * time.Second))}))
+		require.Equal(t, []int64{p1.ID}, list(store.ListProcessInstancesParams{CreatedBefore: ptr(at(time.Second))}))
+		require.Equal(t, []int64{p4.ID}, list(store.ListProcessInstancesParams{CreatedFrom: ptr(at(3 * time.Second).In(time.FixedZone("x", 3600)))}))
+
+		// Open incidents by cause: a resolved incident does not count.
+		ai := newActivityInstance(t, b, p2.ID, "Charge")
+		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p2.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "application", Error: "boom", LastFailureAt: t0})
+		require.NoError(t, err)
+		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p3.ID, Cause: "locking", Error: "lost", LastFailureAt: t0})
+		require.NoError(t, err)
+		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p4.ID, Cause: "application", Error: "boom", LastFailureAt: t0})
+		require.NoError(t, err)
+		_, err = b.s.ResolveIncidents(b.ctx, store.ResolveIncidentsParams{ProcessInstanceID: p4.ID, At: t0, By: "alice", Resolution: "retried"})
+		require.NoError(t, err)
+		require.Equal(t, []int64{p2.ID}, list(store.ListProcessInstancesParams{OpenIncidentCause: "application"}))
+		require.Equal(t, []int64{p3.ID}, list(store.ListProcessInstancesParams{OpenIncidentCause: "locking", PackageID: "pkg"}))
+		require.Empty(t, list(store.ListProcessInstancesParams{OpenIncidentCause: "locking", PackageVersion: 1}))
 	})
 
 	t.Run("CountByState", func(t *testing.T) {
@@ -557,6 +612,11 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		require.Equal(t, []store.ActivityInstance{got[1]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p2.ID}))
 		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: p2.ID, States: []string{"Completed"}}))
 		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: 12345}))
+		// Pages: AfterID and Limit.
+		require.Equal(t, []store.ActivityInstance{got[0], got[2]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, Limit: 2}))
+		require.Equal(t, []store.ActivityInstance{got[3], got[4]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, AfterID: got[2].ID, Limit: 2}))
+		require.Equal(t, []store.ActivityInstance{got[4]}, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, States: []string{"Active"}, AfterID: got[2].ID}))
+		require.Empty(t, list(store.ListActivityInstancesParams{ProcessInstanceID: p1.ID, AfterID: got[4].ID}))
 	})
 
 	t.Run("InvalidBatchInsertsNothing", func(t *testing.T) {

@@ -464,6 +464,10 @@ func (h *harness) testTimers(t *testing.T) {
 			"limit":                   {store.ListTimersParams{Limit: 3}, pick(6, 5, 1)},
 			"process, kind and limit": {store.ListTimersParams{ProcessInstanceID: 1, Kinds: []string{"limit", "deadline"}, Limit: 2}, pick(1, 2)},
 			"pending of a process":    {store.ListTimersParams{ProcessInstanceID: 2, States: states(store.TimerPending)}, pick()},
+			"after a tie":             {store.ListTimersParams{After: &store.TimerCursor{DueAt: now[1].DueAt, ID: now[1].ID}}, pick(3, 2, 0, 4)},
+			"after the tie":           {store.ListTimersParams{After: &store.TimerCursor{DueAt: now[3].DueAt, ID: now[3].ID}, Limit: 2}, pick(2, 0)},
+			"after in another zone":   {store.ListTimersParams{After: &store.TimerCursor{DueAt: now[2].DueAt.In(time.FixedZone("x", -7200)), ID: now[2].ID}}, pick(0, 4)},
+			"after the last":          {store.ListTimersParams{After: &store.TimerCursor{DueAt: now[4].DueAt, ID: now[4].ID}}, pick()},
 		} {
 			got := listTimers(t, b, c.params)
 			if len(c.want) == 0 {

@@ -262,4 +262,23 @@ func (h *harness) testWorkItems(t *testing.T) {
 		require.Equal(t, []store.WorkItem{w4}, list(store.ListWorkItemsParams{AfterID: w3.ID, Limit: 2}))
 		require.Empty(t, list(store.ListWorkItemsParams{AfterID: w4.ID}))
 	})
+
+	t.Run("ListByOwnerAndPerformer", func(t *testing.T) {
+		b := h.setup(t)
+		insert := func(performer, owner string) store.WorkItem {
+			return insertItem(t, b, store.WorkItem{ProcessInstanceID: 1, ActivityInstanceID: 10, State: "Allocated", Performer: performer, Owner: owner, CreatedAt: t0, UpdatedAt: t0})
+		}
+		w1, w2, w3 := insert("clerk", "alice"), insert("clerk", ""), insert("Clerk", "Alice")
+		list := func(params store.ListWorkItemsParams) []store.WorkItem {
+			t.Helper()
+			l, err := b.s.ListWorkItems(b.ctx, params)
+			require.NoError(t, err)
+			return l
+		}
+		require.Equal(t, []store.WorkItem{w1}, list(store.ListWorkItemsParams{Owner: "alice"}), "case-sensitive")
+		require.Equal(t, []store.WorkItem{w3}, list(store.ListWorkItemsParams{Owner: "Alice"}))
+		require.Equal(t, []store.WorkItem{w1, w2}, list(store.ListWorkItemsParams{Performer: "clerk"}))
+		require.Equal(t, []store.WorkItem{w2}, list(store.ListWorkItemsParams{Performer: "clerk", AfterID: w1.ID}))
+		require.Empty(t, list(store.ListWorkItemsParams{Performer: "Clerk", Owner: "alice"}))
+	})
 }

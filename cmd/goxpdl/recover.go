@@ -17,10 +17,10 @@ import (
 	"github.com/goxpdl/goxpdl/timer"
 )
 
-// resumeUsage is the full usage text of "goxpdl resume".
-const resumeUsage = `Usage: goxpdl resume --db DSN [--until-idle] [--node-id ID] [--applications noop|fail] [--json]
+// recoverUsage is the full usage text of "goxpdl recover".
+const recoverUsage = `Usage: goxpdl recover --db DSN [--until-idle] [--node-id ID] [--applications noop|fail] [--json]
 
-Resume recovers an engine database after a crash and runs its pending
+Recover recovers an engine database after a crash and runs its pending
 work. It starts an engine node on the database, which first takes over
 the work of the nodes that stopped without leaving (its own previous run,
 and nodes whose lease ran out), then processes the events that were
@@ -44,15 +44,19 @@ Flags:
 	                  code: a host recovers by starting its own engine.
 	--json            print the report as one JSON object
 
+"goxpdl resume --until-idle" (and "goxpdl resume" without an instance)
+is recover's old name, kept working with a deprecation note on standard
+error.
+
 Exit status: 0 when the engine ran (and, with --until-idle, reached
 idle); 2 on a usage error, when the database cannot be opened, or when
 another process holds a SQLite database.
 `
 
-const resumeShortUsage = "usage: goxpdl resume --db DSN [--until-idle] [--node-id ID] [--applications noop|fail] [--json]\n"
+const recoverShortUsage = "usage: goxpdl recover --db DSN [--until-idle] [--node-id ID] [--applications noop|fail] [--json]\n"
 
-// resumeReport is what "goxpdl resume --json" prints.
-type resumeReport struct {
+// recoverReport is what "goxpdl recover --json" prints.
+type recoverReport struct {
 	DB              string                `json:"db"`
 	Node            string                `json:"node,omitempty"`
 	Recovery        engine.RecoveryReport `json:"recovery"`
@@ -66,27 +70,33 @@ type resumeReport struct {
 	Counts          map[string]int64 `json:"counts"`
 }
 
-func runResume(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+func runRecover(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runRecoverAs("recover", args, stdin, stdout, stderr)
+}
+
+// runRecoverAs is recover run under name: "recover", or its deprecated
+// alias "resume".
+func runRecoverAs(name string, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { printErr(stderr, "%s", resumeShortUsage) }
+	fs.Usage = func() { printErr(stderr, "%s", recoverShortUsage) }
 	dsn := fs.String("db", "", "database")
 	untilIdle := fs.Bool("until-idle", false, "stop when idle")
 	nodeID := fs.String("node-id", "", "node name")
 	apps := fs.String("applications", "noop", "noop|fail")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if code, ok := parseDBCommand(fs, args, dsn, resumeUsage, resumeShortUsage, stdout, stderr); !ok {
+	if code, ok := parseDBCommand(fs, args, dsn, recoverUsage, recoverShortUsage, stdout, stderr); !ok {
 		return code
 	}
 	if *apps != "noop" && *apps != "fail" {
-		printErr(stderr, "goxpdl resume: --applications %q: want noop or fail\n", *apps)
+		printErr(stderr, "goxpdl %s: --applications %q: want noop or fail\n", name, *apps)
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	db, closeDB, err := openDB(*dsn)
 	if err != nil {
-		printErr(stderr, "goxpdl resume: %v\n", err)
+		printErr(stderr, "goxpdl %s: %v\n", name, err)
 		return exitUsage
 	}
 	defer closeDB()
@@ -98,7 +108,7 @@ func runResume(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		printErr(stderr, "goxpdl resume: %v\n", err)
+		printErr(stderr, "goxpdl %s: %v\n", name, err)
 		return exitUsage
 	}
 	var firstProgress atomic.Int64 // time from Start to the first record; 0 before it
@@ -107,17 +117,17 @@ func runResume(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		firstProgress.CompareAndSwap(0, int64(max(clock.Now().Sub(startAt), 1)))
 	})()
 	if err := e.Start(ctx); err != nil {
-		printErr(stderr, "goxpdl resume: %v\n", err)
+		printErr(stderr, "goxpdl %s: %v\n", name, err)
 		return exitUsage
 	}
-	rep := resumeReport{DB: describeDB(*dsn), Node: *nodeID}
+	rep := recoverReport{DB: describeDB(*dsn), Node: *nodeID}
 	code := exitOK
 	if rep.Recovery, err = e.Recover(ctx); err != nil {
-		printErr(stderr, "goxpdl resume: recover: %v\n", err)
+		printErr(stderr, "goxpdl %s: recover: %v\n", name, err)
 		code = exitUsage
 	} else if *untilIdle {
 		if err := e.WaitQuiet(ctx); err != nil {
-			printErr(stderr, "goxpdl resume: %v\n", err)
+			printErr(stderr, "goxpdl %s: %v\n", name, err)
 			code = exitUsage
 		}
 	} else {
@@ -126,7 +136,7 @@ func runResume(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := e.Stop(stopCtx); err != nil {
-		printErr(stderr, "goxpdl resume: stop: %v\n", err)
+		printErr(stderr, "goxpdl %s: stop: %v\n", name, err)
 		code = exitUsage
 	}
 	stats := e.Stats()
@@ -136,24 +146,24 @@ func runResume(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if d := time.Duration(firstProgress.Load()); d > 0 {
 		rep.FirstProgressMS = float64(d.Microseconds()) / 1000
 	}
-	counts, err := readInstances(context.WithoutCancel(ctx), e.Store(), "", 0)
+	counts, err := readInstances(context.WithoutCancel(ctx), e.Store(), instanceFilter{})
 	if err != nil {
-		printErr(stderr, "goxpdl resume: %v\n", err)
+		printErr(stderr, "goxpdl %s: %v\n", name, err)
 		return exitUsage
 	}
 	rep.Counts = counts.Counts
 	if *asJSON {
 		out, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
-			printErr(stderr, "goxpdl resume: %v\n", err)
+			printErr(stderr, "goxpdl %s: %v\n", name, err)
 			return exitUsage
 		}
 		return writeOut(stdout, stderr, string(out)+"\n", code)
 	}
-	return writeOut(stdout, stderr, formatResume(rep, counts), code)
+	return writeOut(stdout, stderr, formatRecover(rep, counts), code)
 }
 
-func formatResume(rep resumeReport, counts instancesReport) string {
+func formatRecover(rep recoverReport, counts instancesReport) string {
 	var b strings.Builder
 	r := rep.Recovery
 	fmt.Fprintf(&b, "recovered: %d events pending, %d waiting for a retry", r.PendingEvents, r.WaitingEvents)

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+const deployUsage = `Usage: goxpdl deploy --db DSN [--json] FILE...
+
+Deploy stores each XPDL file (with the ExternalPackages it references) in
+the engine's database as a new version of its package; instances already
+running keep their version, new ones start the latest. Every file is
+read and validated first: when any has problems, they are printed as
+validate prints them (FILE:LINE:COL: message) and nothing is deployed.
+It prints one line per file: the deployment id, the package and its
+version, and the package's processes.
+
+Flags (before or after the files):
+
+` + opUsage + `
+` + opExitStatus
+
+const deployShortUsage = "usage: goxpdl deploy --db DSN [--json] FILE...\n"
+
+// deployRow is one deployed file, as deploy prints it.
+type deployRow struct {
+	File      string   `json:"file"`
+	ID        int64    `json:"id"`
+	Package   string   `json:"package"`
+	Version   int      `json:"version"`
+	Processes []string `json:"processes"`
+}
+
+func runDeploy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var o opFlags
+	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
+	o.register(fs)
+	files, code, ok := parseOp(fs, cmdSpec{name: "deploy", usage: deployUsage, short: deployShortUsage, args: oneOrMore}, &o, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	// Read and validate every file before deploying any.
+	bad := false
+	for _, file := range files {
+		pkg, err := xpdl.Load(file, nil)
+		if err == nil {
+			err = xpdl.Validate(pkg, nil).Err()
+		}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, xpdl.ErrInvalid) {
+			printErr(stderr, "goxpdl deploy: %v\n", err)
+			return exitUsage
+		}
+		bad = true
+		if ve, ok := errors.AsType[*xpdl.ValidationError](err); ok {
+			for _, p := range ve.Problems.Errors() {
+				printErr(stderr, "%s\n", p)
+			}
+		} else {
+			printErr(stderr, "%s: %v\n", file, err)
+		}
+	}
+	if bad {
+		printErr(stderr, "goxpdl deploy: nothing deployed\n")
+		return exitRefused
+	}
+	ctx, s, code := openSession("deploy", &o, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	rows := []deployRow{}
+	var b strings.Builder
+	for _, file := range files {
+		dep, err := s.e.DeployFile(ctx, file)
+		if err != nil {
+			return s.refusal(fmt.Errorf("%s: %w", file, err))
+		}
+		rows = append(rows, deployRow{File: file, ID: dep.ID, Package: dep.PackageID, Version: dep.Version, Processes: dep.Processes})
+		fmt.Fprintf(&b, "deployed %s: definition %d, package %s version %d, processes %s\n",
+			file, dep.ID, dep.PackageID, dep.Version, strings.Join(dep.Processes, ", "))
+	}
+	return printResult(stdout, stderr, o.json, map[string]any{"deployments": rows}, b.String(), s.settle(ctx))
+}
+
+const definitionsUsage = `Usage: goxpdl definitions --db DSN [--json]
+
+Definitions lists the deployed versions of every package, oldest first:
+the definition id (what instances name as their definition), the package,
+its version, its processes and how many instances of it are in each
+state.
+
+Flags:
+
+` + readUsage + `
+Exit status: 0 done; 2 usage error, or the database cannot be used.
+`
+
+const definitionsShortUsage = "usage: goxpdl definitions --db DSN [--json]\n"
+
+func runDefinitions(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var o opFlags
+	fs := flag.NewFlagSet("definitions", flag.ContinueOnError)
+	o.registerRead(fs)
+	if _, code, ok := parseOp(fs, cmdSpec{name: "definitions", usage: definitionsUsage, short: definitionsShortUsage, args: 0}, &o, args, stdout, stderr); !ok {
+		return code
+	}
+	ctx, s, code := openSession("definitions", &o, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	rows, err := listDefinitions(ctx, s.e)
+	if err != nil {
+		return s.refusal(err)
+	}
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "ID\tPACKAGE\tVERSION\tPROCESSES\tINSTANCES")
+	for _, r := range rows {
+		_, _ = fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", r.ID, r.Package, r.Version, strings.Join(r.Processes, ","), formatCounts(r.Instances))
+	}
+	_ = w.Flush()
+	return printResult(stdout, stderr, o.json, map[string]any{"definitions": rows}, b.String(), exitOK)
+}
+
+// formatCounts is "Running 2, Completed 1" in state order, "-" for none.
+func formatCounts(counts map[string]int64) string {
+	var parts []string
+	for _, st := range wftype.ProcessStates {
+		if n := counts[string(st)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st, n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+const startUsage = `Usage: goxpdl start --db DSN [--set NAME=VALUE]... [--wait] [--json] PACKAGE[:PROCESS]
+
+Start creates an instance of a process of the latest deployed version of
+PACKAGE: PROCESS is the WorkflowProcess id (default: the one no other
+process of the package uses as a subflow). It prints the instance id.
+
+The instance is created Initiated. Without --wait that is all this
+process does: the engine nodes running on the database (a host, goxpdl
+recover) schedule it. With --wait this process runs it, as an engine node,
+until nothing is left to do now (it completes, or waits for people,
+timers or messages), and prints its state.
+
+Flags (before or after the argument):
+
+	--set NAME=VALUE  initial value of a data field (repeatable), parsed by
+	                  the field's type
+` + opUsage + `
+` + opExitStatus
+
+const startShortUsage = "usage: goxpdl start --db DSN [--set NAME=VALUE]... [--wait] [--json] PACKAGE[:PROCESS]\n"
+
+func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var o opFlags
+	sets := pairFlags{}
+	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	o.register(fs)
+	fs.Var(sets, "set", "NAME=VALUE")
+	pos, code, ok := parseOp(fs, cmdSpec{name: "start", usage: startUsage, short: startShortUsage, args: 1}, &o, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	pkg, proc, _ := strings.Cut(pos[0], ":")
+	if pkg == "" {
+		printErr(stderr, "goxpdl start: %q names no package\n%s", pos[0], startShortUsage)
+		return exitUsage
+	}
+	ctx, s, code := openSession("start", &o, stderr)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	id, err := s.e.StartProcess(ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor})
+	if err != nil {
+		return s.refusal(err)
+	}
+	return s.printInstance(ctx, stdout, &o, "start", id)
+}
+
+// commandResult is what a command on one instance prints with --json.
+type commandResult struct {
+	Command  string      `json:"command"`
+	Instance instanceRow `json:"instance"`
+}
+
+// printInstance settles the command's work (--wait) and prints the
+// instance as it stands then.
+func (s *session) printInstance(ctx context.Context, stdout io.Writer, o *opFlags, command string, id int64) int {
+	code := s.settle(ctx)
+	row, err := instanceState(ctx, s.e, id)
+	if err != nil {
+		return s.refusal(err)
+	}
+	text := fmt.Sprintf("instance %d of process %s: %s", row.ID, row.Process, row.State)
+	if row.Diagnosis != "" {
+		text += ": " + row.Diagnosis
+	}
+	return printResult(stdout, s.stderr, o.json, commandResult{Command: command, Instance: row}, text+"\n", code)
+}
