@@ -277,8 +277,9 @@ func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, fn f
 	if err := op.check(); err != nil {
 		return err
 	}
-	// Process control: the critical lane, never behind application calls.
-	return e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) error {
+	// Process control: the critical lane, never behind application calls;
+	// a batch's commands take a normal one (batch.go).
+	return e.transactAs(ctx, tx, op.actor("host"), !bulk(ctx), func(r *run) error {
 		r.op = op
 		if err := r.load(id); err != nil {
 			return err

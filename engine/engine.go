@@ -160,6 +160,19 @@ type Config struct {
 	// without one (RegisterApplication's WithRetry); its zero fields are
 	// DefaultRetryPolicy's.
 	RetryPolicy RetryPolicy
+	// BatchChunk is how many instances a batch (StartBatch) processes
+	// between two commits of its progress; default DefaultBatchChunk.
+	BatchChunk int
+	// BatchParallel is how many of a chunk's commands a batch runs at
+	// once; default 1, one after another. More goes faster where the
+	// database can commit in parallel (MySQL's four commit lanes), at the
+	// cost of the engine's other normal work.
+	BatchParallel int
+	// BatchPollInterval is how often the batch runner looks for batches
+	// to run that it was not told of (started on another node, released
+	// by a node that stopped); default a second. Negative: this node
+	// runs no batches.
+	BatchPollInterval time.Duration
 	// Retention deletes finished instances some time after they ended,
 	// on a schedule (engine/retention.go, docs/operations.md); the zero
 	// value keeps them forever.
@@ -236,6 +249,7 @@ type Engine struct {
 	reservesIDs bool
 	timers      *timer.Service
 	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
+	batches     *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
 	retention   *retention
 
 	// owner identifies this run of the node: NodeID and a random suffix.
@@ -288,6 +302,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.RescueInterval == 0 {
 		cfg.RescueInterval = time.Minute
+	}
+	if cfg.BatchChunk <= 0 {
+		cfg.BatchChunk = DefaultBatchChunk
+	}
+	if cfg.BatchPollInterval == 0 {
+		cfg.BatchPollInterval = time.Second
 	}
 	if cfg.DeadBranch == "" {
 		cfg.DeadBranch = DeadBranchLock
@@ -385,6 +405,9 @@ func New(cfg Config) (*Engine, error) {
 			}
 		})
 	}
+	if cfg.BatchPollInterval > 0 {
+		e.batches = timer.NewPeriodic(cfg.Clock, cfg.BatchPollInterval, e.runBatches)
+	}
 	if e.retention, err = e.newRetention(cfg.Retention, cfg.Location); err != nil {
 		return nil, err
 	}
@@ -420,6 +443,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.bus.Nudge()
 	if e.rescuer != nil {
 		e.rescuer.Start(ctx) // sweeps at once, then every RescueInterval
+	}
+	if e.batches != nil {
+		e.batches.Start(ctx) // the batch runner
 	}
 	if e.retention.calendar != nil {
 		e.retention.calendar.Start(ctx)
@@ -493,14 +519,17 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.state.CompareAndSwap(0, 2)
 		return nil
 	}
-	var rescuerErr, retentionErr error
+	var rescuerErr, batchesErr, retentionErr error
+	if e.batches != nil {
+		batchesErr = e.batches.Stop(ctx) // its batch is released for the next run or node
+	}
 	if e.rescuer != nil {
 		rescuerErr = e.rescuer.Stop(ctx)
 	}
 	if e.retention.calendar != nil {
 		retentionErr = e.retention.calendar.Stop(ctx)
 	}
-	return errors.Join(rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
+	return errors.Join(batchesErr, rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx

@@ -41,6 +41,8 @@ type Record struct {
 	Due *time.Time `json:"due,omitempty"`
 	// Parent is the parent process instance of a subflow instance.
 	Parent int64 `json:"parent,omitempty"`
+	// Batch is the batch of a batch.* record (batch.go).
+	Batch int64 `json:"batch,omitempty"`
 	// BusinessKey is the instance's business key, on process.started and
 	// process.queued.
 	BusinessKey string `json:"businessKey,omitempty"`

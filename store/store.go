@@ -255,7 +255,9 @@ type Tx interface {
 	// ReleaseClaims gives up every claim of owner on unprocessed events,
 	// so that they can be claimed at once, and returns how many it
 	// released. Releasing fences owner: its MarkEventsProcessed with
-	// Owner fails with ErrLeaseLost for those events.
+	// Owner fails with ErrLeaseLost for those events. The batches owner
+	// holds (ClaimBatch) are released too (not counted), fencing its
+	// UpdateBatchProgress the same way.
 	ReleaseClaims(ctx context.Context, owner string) (int64, error)
 
 	// RegisterNode records that the engine process params.Owner runs as
@@ -306,6 +308,38 @@ type Tx interface {
 	// empty) per cause. Causes without incidents are absent.
 	CountIncidents(ctx context.Context, states []string) (map[string]int64, error)
 
+	// InsertBatch stores a new batch (store/batch.go); its ID is
+	// assigned, the other fields are kept as given. The stored batch is
+	// returned.
+	InsertBatch(ctx context.Context, b Batch) (Batch, error)
+	// GetBatch returns the batch with the given id, or ErrNotFound.
+	GetBatch(ctx context.Context, id int64) (Batch, error)
+	// ListBatches returns the batches matching the filter, in ID order.
+	ListBatches(ctx context.Context, params ListBatchesParams) ([]Batch, error)
+	// ClaimBatch gives params.Owner the oldest Running batch that no one
+	// holds or that it holds already, and returns it; ErrNotFound when
+	// there is none. Of concurrent claims of one batch, one wins. A
+	// holder lets go with ReleaseBatch, by finishing it
+	// (UpdateBatchProgress), or when its claims are released
+	// (ReleaseClaims: it stopped or its node died).
+	ClaimBatch(ctx context.Context, params ClaimBatchParams) (Batch, error)
+	// UpdateBatchProgress records what a chunk of a batch did (cursor,
+	// counts, failures) if params.Owner still holds the batch, else it
+	// returns ErrLeaseLost and changes nothing. The counts are recorded
+	// whatever the batch's state (an operator may have paused or
+	// cancelled it meanwhile); Finish ends it only while it is Running.
+	// It returns the batch as stored.
+	UpdateBatchProgress(ctx context.Context, params BatchProgressParams) (Batch, error)
+	// ReleaseBatch lets go of a batch owner holds; nothing happens when
+	// it does not hold it.
+	ReleaseBatch(ctx context.Context, id int64, owner string) error
+	// SetBatchState moves a batch in one of params.From to params.To and
+	// returns it; a batch in another state is returned unchanged with
+	// ErrConflict, a missing one is ErrNotFound.
+	SetBatchState(ctx context.Context, params SetBatchStateParams) (Batch, error)
+	// ListBatchFailures returns the failures kept for a batch, in ID
+	// order.
+	ListBatchFailures(ctx context.Context, params ListBatchFailuresParams) ([]BatchFailure, error)
 	// LocksForUpdate returns the locks (held and waiting) of a business
 	// key, in ID order, and serialises the caller's transaction with
 	// every other transaction that calls it for the same key, on every

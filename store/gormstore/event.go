@@ -199,6 +199,9 @@ func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) 
 	if res.Error != nil {
 		return 0, wrap(res.Error, "release the claims of %q", owner)
 	}
+	if err := s.releaseBatches(ctx, owner); err != nil {
+		return 0, err
+	}
 	return res.RowsAffected, nil
 }
 

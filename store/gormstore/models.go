@@ -347,6 +347,8 @@ var allModels = []any{
 	&nodeModel{},
 	&subscriptionModel{},
 	&incidentModel{},
+	&batchModel{},
+	&batchFailureModel{},
 	&lockModel{},
 	&lockKeyModel{},
 }

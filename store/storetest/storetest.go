@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Subscription", h.testSubscriptions)
 	t.Run("Incident", h.testIncidents)
 	t.Run("Migrate", h.testMigrate)
+	t.Run("Batch", h.testBatches)
 	t.Run("Lock", h.testLocks)
 	t.Run("Purge", h.testPurge)
 }
