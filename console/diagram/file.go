@@ -1,0 +1,301 @@
+package diagram
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/goxpdl/goxpdl/xpdl"
+)
+
+// Tool ids the reader gives to XPDL 1 layout extended attributes.
+const (
+	toolJaWE   = "JaWE"
+	toolBonita = "Bonita"
+)
+
+// fromFile places the nodes at the coordinates the file gives and reports
+// whether they are usable: every activity has some, not all are zero, and
+// no two activities overlap. On false the builder is unchanged.
+func (b *builder) fromFile() bool {
+	if len(b.nodes) == 0 {
+		return false
+	}
+	gs := make([]xpdl.NodeGraphics, len(b.nodes))
+	allZero, allJaWE := true, true
+	for i, a := range b.flow.Activities {
+		g, ok := pickGraphics(a.Graphics)
+		if !ok {
+			return false
+		}
+		gs[i] = g
+		allZero = allZero && g.X == 0 && g.Y == 0
+		allJaWE = allJaWE && g.ToolID == toolJaWE
+	}
+	if allZero {
+		return false
+	}
+	nodes := slices.Clone(b.nodes)
+	for i := range nodes {
+		if gs[i].Width > 0 && gs[i].Height > 0 {
+			nodes[i].W, nodes[i].H = gs[i].Width, gs[i].Height
+		}
+		nodes[i].X, nodes[i].Y = gs[i].X, gs[i].Y
+		nodes[i].Lane = b.laneKey(b.flow.Activities[i], gs[i])
+	}
+	var lanes []Lane
+	relative := allJaWE && b.pkg.Version == xpdl.Version10
+	if relative {
+		// JaWE 1 writes offsets inside the participant's lane; the lanes
+		// stack in the order the process (or block) declares.
+		lanes = b.stackLanes(nodes, b.jaweOrder())
+	} else {
+		lanes = bands(nodes, b.laneName)
+	}
+	if anyOverlap(nodes) {
+		return false
+	}
+	b.nodes, b.lanes = nodes, lanes
+	b.fileRoutes()
+	return true
+}
+
+// pickGraphics chooses the position of one activity among its tools'
+// entries: the first with non-zero coordinates, else the first.
+func pickGraphics(gs []xpdl.NodeGraphics) (xpdl.NodeGraphics, bool) {
+	for _, g := range gs {
+		if g.X != 0 || g.Y != 0 {
+			return g, true
+		}
+	}
+	if len(gs) > 0 {
+		return gs[0], true
+	}
+	return xpdl.NodeGraphics{}, false
+}
+
+// laneKey is the lane of an activity: the lane its graphics name (an
+// XPDL 2 lane id, or JaWE's participant id), else its first performer.
+func (b *builder) laneKey(a *xpdl.Activity, g xpdl.NodeGraphics) string {
+	if g.LaneID != "" {
+		return g.LaneID
+	}
+	for _, gg := range a.Graphics {
+		if gg.LaneID != "" {
+			return gg.LaneID
+		}
+	}
+	if len(a.Performers) > 0 {
+		return strings.TrimSpace(a.Performers[0])
+	}
+	return ""
+}
+
+// laneName is what a lane is called: the XPDL 2 lane's name, the
+// participant's name, or the key itself (a performer expression).
+func (b *builder) laneName(key string) string {
+	for _, p := range b.pkg.Pools {
+		for _, l := range p.Lanes {
+			if l.ID == key && l.Name != "" {
+				return l.Name
+			}
+		}
+	}
+	for _, ps := range [][]*xpdl.Participant{b.proc.Participants, b.pkg.Participants} {
+		for _, p := range ps {
+			if p.ID == key {
+				if p.Name != "" {
+					return p.Name
+				}
+				return p.ID
+			}
+		}
+	}
+	return key
+}
+
+// jaweOrder is JaWE's participant order for the flow: the process's
+// JaWE_GRAPH_WORKFLOW_PARTICIPANT_ORDER, or for an activity set the
+// JaWE_GRAPH_BLOCK_PARTICIPANT_ORDER of the block activity that runs it.
+func (b *builder) jaweOrder() []string {
+	attr := "JaWE_GRAPH_WORKFLOW_PARTICIPANT_ORDER"
+	ea := b.proc.ExtendedAttributes
+	if b.flow != &b.proc.Flow {
+		attr = "JaWE_GRAPH_BLOCK_PARTICIPANT_ORDER"
+		ea = nil
+		for _, f := range b.proc.Flows() {
+			for _, a := range f.Activities {
+				if a.Block != nil && b.proc.ActivitySet(a.Block.ActivitySet) != nil &&
+					&b.proc.ActivitySet(a.Block.ActivitySet).Flow == b.flow {
+					ea = a.ExtendedAttributes
+				}
+			}
+		}
+	}
+	v, _ := ea.Get(attr)
+	var order []string
+	for p := range strings.SplitSeq(v, ";") {
+		if p = strings.TrimSpace(p); p != "" {
+			order = append(order, p)
+		}
+	}
+	return order
+}
+
+// stackLanes moves nodes whose Y is relative to their lane into lanes
+// stacked in the given order (keys not in it follow in the order of their
+// first node) and returns the lanes.
+func (b *builder) stackLanes(nodes []Node, order []string) []Lane {
+	keys := laneKeys(nodes)
+	ordered := make([]string, 0, len(keys))
+	for _, k := range order {
+		if slices.Contains(keys, k) && !slices.Contains(ordered, k) {
+			ordered = append(ordered, k)
+		}
+	}
+	for _, k := range keys {
+		if !slices.Contains(ordered, k) {
+			ordered = append(ordered, k)
+		}
+	}
+	var lanes []Lane
+	top := 0.0
+	for _, k := range ordered {
+		bottom := 0.0
+		for i := range nodes {
+			if nodes[i].Lane == k {
+				bottom = math.Max(bottom, nodes[i].Y+nodes[i].H+nameBelow(nodes[i]))
+			}
+		}
+		h := math.Max(bottom+lanePad, 2*lanePad+taskH)
+		for i := range nodes {
+			if nodes[i].Lane == k {
+				nodes[i].Y += top
+			}
+		}
+		lanes = append(lanes, Lane{ID: k, Name: b.laneName(k), Y: top, H: h})
+		top += h
+	}
+	return lanes
+}
+
+// laneKeys returns the distinct lane keys of nodes in order of first use.
+func laneKeys(nodes []Node) []string {
+	var keys []string
+	for _, n := range nodes {
+		if !slices.Contains(keys, n.Lane) {
+			keys = append(keys, n.Lane)
+		}
+	}
+	return keys
+}
+
+// bands draws lanes around nodes placed on one canvas: one band per lane
+// key from its highest to its lowest node. It returns no lanes when no
+// node has a lane or when the bands of two lanes overlap (the file's
+// lanes are then not recoverable from the nodes alone).
+func bands(nodes []Node, name func(string) string) []Lane {
+	keys := laneKeys(nodes)
+	if len(keys) == 1 && keys[0] == "" {
+		return nil
+	}
+	type band struct {
+		key      string
+		min, max float64
+	}
+	var bs []band
+	for _, k := range keys {
+		bd := band{key: k, min: math.Inf(1), max: math.Inf(-1)}
+		for _, n := range nodes {
+			if n.Lane == k {
+				bd.min = math.Min(bd.min, n.Y)
+				bd.max = math.Max(bd.max, n.Y+n.H+nameBelow(n))
+			}
+		}
+		bs = append(bs, bd)
+	}
+	slices.SortStableFunc(bs, func(a, b band) int {
+		switch {
+		case a.min < b.min:
+			return -1
+		case a.min > b.min:
+			return 1
+		}
+		return 0
+	})
+	for i := 1; i < len(bs); i++ {
+		if bs[i].min < bs[i-1].max {
+			return nil
+		}
+	}
+	lanes := make([]Lane, len(bs))
+	for i, bd := range bs {
+		top := bd.min - lanePad
+		if i > 0 {
+			top = (bs[i-1].max + bd.min) / 2
+		}
+		bottom := bd.max + lanePad
+		if i+1 < len(bs) {
+			bottom = (bd.max + bs[i+1].min) / 2
+		}
+		lanes[i] = Lane{ID: bd.key, Name: name(bd.key), Y: top, H: bottom - top}
+	}
+	return lanes
+}
+
+// fileRoutes takes the transitions' routes from the file where they lie
+// on the drawing; the others are routed straight by finish.
+func (b *builder) fileRoutes() {
+	minX, minY := math.Inf(1), math.Inf(1)
+	maxX, maxY := math.Inf(-1), math.Inf(-1)
+	for _, n := range b.nodes {
+		minX, minY = math.Min(minX, n.X), math.Min(minY, n.Y)
+		maxX, maxY = math.Max(maxX, n.X+n.W), math.Max(maxY, n.Y+n.H)
+	}
+	const slack = 100
+	inside := func(p xpdl.Point) bool {
+		return p.X >= minX-slack && p.X <= maxX+slack && p.Y >= minY-slack && p.Y <= maxY+slack
+	}
+	k := 0
+	for _, t := range b.flow.Transitions {
+		if k >= len(b.edges) || b.edges[k].ID != t.ID || b.edges[k].From != t.From || b.edges[k].To != t.To {
+			continue // left out (an end outside the flow)
+		}
+		e := &b.edges[k]
+		k++
+		for _, cg := range t.Graphics {
+			if len(cg.Points) == 0 || !all(cg.Points, inside) {
+				continue
+			}
+			via := slices.Clone(cg.Points)
+			// XPDL 2 tools write the ends too; drop those lying on or in
+			// the nodes, they are recomputed on the borders.
+			if len(via) > 0 && within(&b.nodes[b.index[e.From]], via[0]) {
+				via = via[1:]
+			}
+			if len(via) > 0 && within(&b.nodes[b.index[e.To]], via[len(via)-1]) {
+				via = via[:len(via)-1]
+			}
+			if len(via) > 0 {
+				e.Points = b.straight(e.From, e.To, via)
+			}
+			break
+		}
+	}
+}
+
+func all(ps []xpdl.Point, f func(xpdl.Point) bool) bool {
+	for _, p := range ps {
+		if !f(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether p lies in n's box or on its border (give or
+// take a few units).
+func within(n *Node, p xpdl.Point) bool {
+	const e = 3
+	return p.X >= n.X-e && p.X <= n.X+n.W+e && p.Y >= n.Y-e && p.Y <= n.Y+n.H+e
+}
