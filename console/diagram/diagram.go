@@ -58,17 +58,21 @@ type Layout struct {
 	Source      Source
 	// Width and Height are the size of the drawing, in SVG user units.
 	Width, Height float64
-	Lanes         []Lane
-	Nodes         []Node
-	Edges         []Edge
+	// Vertical says that the lanes are columns (JaWE's VERTICAL
+	// participant orientation) rather than rows.
+	Vertical bool
+	Lanes    []Lane
+	Nodes    []Node
+	Edges    []Edge
 }
 
-// Lane is a horizontal band for one participant (an XPDL 2 lane, or a
-// participant of JaWE's order, or an activity performer); it spans the
-// whole width of the drawing.
+// Lane is a band for one participant (an XPDL 2 lane, or a participant
+// of JaWE's order, or an activity performer): a row across the whole
+// width of the drawing, or, when the layout is Vertical, a column down its
+// whole height. X and Y are its top-left corner.
 type Lane struct {
-	ID, Name string
-	Y, H     float64
+	ID, Name   string
+	X, Y, W, H float64
 }
 
 // Node is one placed activity. X and Y are its top-left corner.
@@ -173,8 +177,9 @@ type builder struct {
 	// index maps an activity id to its first node.
 	index map[string]int
 	edges []Edge
-	// lanes are the lanes in drawing order; laneBands their placed bands.
-	lanes []Lane
+	// lanes are the lanes in drawing order; vertical makes them columns.
+	lanes    []Lane
+	vertical bool
 }
 
 func newBuilder(pkg *xpdl.Package, proc *xpdl.Process, flow *xpdl.Flow) *builder {
@@ -323,17 +328,26 @@ func (b *builder) finish(l *Layout) {
 		}
 	}
 	for _, ln := range b.lanes {
-		grow(minX, ln.Y)
-		grow(minX, ln.Y+ln.H)
+		if b.vertical {
+			grow(ln.X, minY)
+			grow(ln.X+ln.W, minY)
+		} else {
+			grow(minX, ln.Y)
+			grow(minX, ln.Y+ln.H)
+		}
 	}
 	if len(b.nodes) == 0 {
 		minX, minY, maxX, maxY = 0, 0, 0, 0
 	}
-	left := margin
+	left, top := margin, margin
 	if len(b.lanes) > 0 {
-		left += laneHeader + lanePad
+		if b.vertical {
+			top += laneHeader + lanePad
+		} else {
+			left += laneHeader + lanePad
+		}
 	}
-	dx, dy := left-minX, margin-minY
+	dx, dy := left-minX, top-minY
 	for i := range b.nodes {
 		b.nodes[i].X, b.nodes[i].Y = round(b.nodes[i].X+dx), round(b.nodes[i].Y+dy)
 	}
@@ -344,12 +358,19 @@ func (b *builder) finish(l *Layout) {
 		}
 		e.LabelAt = labelAt(e)
 	}
-	for i := range b.lanes {
-		b.lanes[i].Y = round(b.lanes[i].Y + dy)
-		b.lanes[i].H = round(b.lanes[i].H)
-	}
 	l.Width = round(maxX + dx + margin)
 	l.Height = round(maxY + dy + margin)
+	for i := range b.lanes {
+		ln := &b.lanes[i]
+		if b.vertical {
+			ln.X, ln.W = round(ln.X+dx), round(ln.W)
+			ln.Y, ln.H = margin, l.Height-2*margin
+		} else {
+			ln.Y, ln.H = round(ln.Y+dy), round(ln.H)
+			ln.X, ln.W = margin, l.Width-2*margin
+		}
+	}
+	l.Vertical = b.vertical && len(b.lanes) > 0
 	l.Nodes, l.Edges, l.Lanes = b.nodes, b.edges, b.lanes
 }
 

@@ -9,10 +9,10 @@ import (
 )
 
 // Tool ids the reader gives to XPDL 1 layout extended attributes.
-const (
-	toolJaWE   = "JaWE"
-	toolBonita = "Bonita"
-)
+const toolJaWE = "JaWE"
+
+// JaWE's activity size, for the XPDL 1 files it wrote (they give none).
+const jaweW, jaweH = 90.0, 50.0
 
 // fromFile places the nodes at the coordinates the file gives and reports
 // whether they are usable: every activity has some, not all are zero, and
@@ -35,27 +35,42 @@ func (b *builder) fromFile() bool {
 	if allZero {
 		return false
 	}
+	relative := allJaWE
 	nodes := slices.Clone(b.nodes)
 	for i := range nodes {
-		if gs[i].Width > 0 && gs[i].Height > 0 {
+		switch {
+		case gs[i].Width > 0 && gs[i].Height > 0:
 			nodes[i].W, nodes[i].H = gs[i].Width, gs[i].Height
+		case relative && b.pkg.Version == xpdl.Version10 && nodes[i].Shape != ShapeGateway && nodes[i].Shape != ShapeEvent:
+			nodes[i].W, nodes[i].H = jaweW, jaweH
 		}
 		nodes[i].X, nodes[i].Y = gs[i].X, gs[i].Y
 		nodes[i].Lane = b.laneKey(b.flow.Activities[i], gs[i])
 	}
 	var lanes []Lane
-	relative := allJaWE && b.pkg.Version == xpdl.Version10
+	vertical := false
 	if relative {
-		// JaWE 1 writes offsets inside the participant's lane; the lanes
-		// stack in the order the process (or block) declares.
-		lanes = b.stackLanes(nodes, b.jaweOrder())
+		// JaWE writes offsets inside the participant's lane; the lanes
+		// stack in the order the process (or block) declares, as rows or
+		// as columns.
+		o, _ := b.proc.ExtendedAttributes.Get("JaWE_GRAPH_WORKFLOW_PARTICIPANT_ORIENTATION")
+		vertical = strings.EqualFold(strings.TrimSpace(o), "VERTICAL")
+		lanes = b.stackLanes(nodes, b.jaweOrder(), vertical)
 	} else {
+		lanes = bands(nodes, b.laneName)
+	}
+	if anyOverlap(nodes) && !relative {
+		// Some tools (Eclipse's BPMN modeller) give the centre, not the
+		// top-left corner.
+		for i := range nodes {
+			nodes[i].X, nodes[i].Y = gs[i].X-nodes[i].W/2, gs[i].Y-nodes[i].H/2
+		}
 		lanes = bands(nodes, b.laneName)
 	}
 	if anyOverlap(nodes) {
 		return false
 	}
-	b.nodes, b.lanes = nodes, lanes
+	b.nodes, b.lanes, b.vertical = nodes, lanes, vertical
 	b.fileRoutes()
 	return true
 }
@@ -133,6 +148,16 @@ func (b *builder) jaweOrder() []string {
 		}
 	}
 	v, _ := ea.Get(attr)
+	if v == "" {
+		// JaWE's XPDL 2 files order the lanes of the process's pool.
+		for _, p := range b.pkg.Pools {
+			if p.Process == b.proc.ID {
+				for _, l := range p.Lanes {
+					v += l.ID + ";"
+				}
+			}
+		}
+	}
 	var order []string
 	for p := range strings.SplitSeq(v, ";") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -142,10 +167,11 @@ func (b *builder) jaweOrder() []string {
 	return order
 }
 
-// stackLanes moves nodes whose Y is relative to their lane into lanes
-// stacked in the given order (keys not in it follow in the order of their
-// first node) and returns the lanes.
-func (b *builder) stackLanes(nodes []Node, order []string) []Lane {
+// stackLanes moves nodes whose position is relative to their lane into
+// lanes stacked in the given order (keys not in it follow in the order
+// of their first node): rows top to bottom, or columns left to right
+// when vertical. It returns the lanes.
+func (b *builder) stackLanes(nodes []Node, order []string, vertical bool) []Lane {
 	keys := laneKeys(nodes)
 	ordered := make([]string, 0, len(keys))
 	for _, k := range order {
@@ -159,22 +185,37 @@ func (b *builder) stackLanes(nodes []Node, order []string) []Lane {
 		}
 	}
 	var lanes []Lane
-	top := 0.0
+	at := 0.0
 	for _, k := range ordered {
-		bottom := 0.0
+		end := 0.0
 		for i := range nodes {
-			if nodes[i].Lane == k {
-				bottom = math.Max(bottom, nodes[i].Y+nodes[i].H+nameBelow(nodes[i]))
+			if nodes[i].Lane != k {
+				continue
+			}
+			if vertical {
+				end = math.Max(end, nodes[i].X+nodes[i].W)
+			} else {
+				end = math.Max(end, nodes[i].Y+nodes[i].H+nameBelow(nodes[i]))
 			}
 		}
-		h := math.Max(bottom+lanePad, 2*lanePad+taskH)
+		size := math.Max(end+lanePad, 2*lanePad+taskH)
 		for i := range nodes {
 			if nodes[i].Lane == k {
-				nodes[i].Y += top
+				if vertical {
+					nodes[i].X += at
+				} else {
+					nodes[i].Y += at
+				}
 			}
 		}
-		lanes = append(lanes, Lane{ID: k, Name: b.laneName(k), Y: top, H: h})
-		top += h
+		ln := Lane{ID: k, Name: b.laneName(k)}
+		if vertical {
+			ln.X, ln.W = at, size
+		} else {
+			ln.Y, ln.H = at, size
+		}
+		lanes = append(lanes, ln)
+		at += size
 	}
 	return lanes
 }

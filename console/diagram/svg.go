@@ -145,11 +145,17 @@ func f(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func (w *svgWriter) lane(l *Layout, ln Lane) {
 	w.printf(`<g class="lane" data-lane="`)
 	w.esc(ln.ID)
-	w.printf(`"><rect x="%s" y="%s" width="%s" height="%s"/>`, f(margin), f(ln.Y), f(l.Width-2*margin), f(ln.H))
-	cx, cy := margin+laneHeader/2+4, ln.Y+ln.H/2
-	w.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#bbb"/>`, f(margin+laneHeader), f(ln.Y), f(margin+laneHeader), f(ln.Y+ln.H))
-	w.printf(`<text x="%s" y="%s" text-anchor="middle" transform="rotate(-90 %s %s)">`, f(cx), f(cy), f(cx), f(cy))
-	w.esc(shorten(ln.Name, max(4, int(ln.H/7))))
+	w.printf(`"><rect x="%s" y="%s" width="%s" height="%s"/>`, f(ln.X), f(ln.Y), f(ln.W), f(ln.H))
+	if l.Vertical {
+		w.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#bbb"/>`, f(ln.X), f(ln.Y+laneHeader), f(ln.X+ln.W), f(ln.Y+laneHeader))
+		w.printf(`<text x="%s" y="%s" text-anchor="middle">`, f(ln.X+ln.W/2), f(ln.Y+laneHeader/2+4))
+		w.esc(shorten(ln.Name, max(4, int(ln.W/7))))
+	} else {
+		cx, cy := ln.X+laneHeader/2+4, ln.Y+ln.H/2
+		w.printf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#bbb"/>`, f(ln.X+laneHeader), f(ln.Y), f(ln.X+laneHeader), f(ln.Y+ln.H))
+		w.printf(`<text x="%s" y="%s" text-anchor="middle" transform="rotate(-90 %s %s)">`, f(cx), f(cy), f(cx), f(cy))
+		w.esc(shorten(ln.Name, max(4, int(ln.H/7))))
+	}
 	w.printf("</text></g>\n")
 }
 
