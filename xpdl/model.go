@@ -883,6 +883,9 @@ type Pool struct {
 	Process string
 	Lanes   []*Lane
 	Pos     Pos
+	// Orientation is HORIZONTAL or VERTICAL (lanes as rows or columns);
+	// empty when not given.
+	Orientation string
 	// Graphics are the pool's XPDL 2 NodeGraphicsInfo items.
 	Graphics []NodeGraphics
 }

@@ -502,7 +502,7 @@ func (r *reader) readDataFields(list node) []*DataField {
 func isTrue(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
 
 func (r *reader) readPool(e node) *Pool {
-	p := &Pool{ID: attr(e, "Id"), Name: attr(e, "Name"), Process: attr(e, "Process"), Pos: r.pos(e)}
+	p := &Pool{ID: attr(e, "Id"), Name: attr(e, "Name"), Process: attr(e, "Process"), Orientation: attr(e, "Orientation"), Pos: r.pos(e)}
 	for l := firstItem(e, "Lanes", "Lane"); l.Element != nil; l = l.next() {
 		lane := &Lane{ID: attr(l, "Id"), Name: attr(l, "Name"), ParentLane: attr(l, "ParentLane"), Pos: r.pos(l)}
 		lane.Graphics = readNodeGraphics(child(l, "NodeGraphicsInfos"))

@@ -13,7 +13,7 @@ func TestReadGraphics(t *testing.T) {
 
 	t.Run("XPDL2", func(t *testing.T) {
 		t.Parallel()
-		src := xpdlDoc(ns21, `<Pools><Pool Id="pool" Process="wp">
+		src := xpdlDoc(ns21, `<Pools><Pool Id="pool" Process="wp" Orientation="VERTICAL">
 <Lanes><Lane Id="l1" Name="Clerk"><NodeGraphicsInfos><NodeGraphicsInfo ToolId="T" Width="600" Height="120"><Coordinates XCoordinate="30" YCoordinate="0"/></NodeGraphicsInfo></NodeGraphicsInfos></Lane></Lanes>
 <NodeGraphicsInfos><NodeGraphicsInfo ToolId="T" Width="630" Height="120"/></NodeGraphicsInfos>
 </Pool></Pools>
@@ -32,6 +32,7 @@ func TestReadGraphics(t *testing.T) {
 		pkg := mustRead(t, src)
 		require.Len(t, pkg.Pools, 1)
 		pool := pkg.Pools[0]
+		require.Equal(t, "VERTICAL", pool.Orientation)
 		require.Equal(t, []xpdl.NodeGraphics{{ToolID: "T", Width: 630, Height: 120}}, pool.Graphics)
 		require.Equal(t, []xpdl.NodeGraphics{{ToolID: "T", X: 30, Width: 600, Height: 120}}, pool.Lanes[0].Graphics)
 

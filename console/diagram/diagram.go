@@ -97,8 +97,8 @@ type Node struct {
 // Edge is one placed transition.
 type Edge struct {
 	ID, From, To string
-	// Label is the condition, shortened, or the transition's name.
-	Label string
+	// Name is the transition's name; Label its condition, shortened.
+	Name, Label string
 	// Condition is the condition type; empty for an unconditional one.
 	Condition xpdl.ConditionType
 	// Points is the route: a polyline, or, when Curved, the control points
@@ -225,7 +225,7 @@ func newBuilder(pkg *xpdl.Package, proc *xpdl.Process, flow *xpdl.Flow) *builder
 		if _, ok := b.index[t.To]; !ok {
 			continue
 		}
-		e := Edge{ID: t.ID, From: t.From, To: t.To, Label: edgeLabel(t)}
+		e := Edge{ID: t.ID, From: t.From, To: t.To, Name: t.Name, Label: edgeLabel(t)}
 		if t.Condition != nil {
 			e.Condition = t.Condition.Type
 		}
@@ -250,8 +250,8 @@ func firstGateway(types ...xpdl.GatewayType) xpdl.GatewayType {
 	return xpdl.GatewayNone
 }
 
-// edgeLabel is the text drawn on a transition: its condition, shortened,
-// else its name.
+// edgeLabel is the text drawn on a transition: its condition, shortened.
+// (Names, which tools often generate as "From_To", are in the tooltip.)
 func edgeLabel(t *xpdl.Transition) string {
 	if c := t.Condition; c != nil {
 		switch c.Type {
@@ -262,11 +262,9 @@ func edgeLabel(t *xpdl.Transition) string {
 		case xpdl.ConditionException:
 			return shorten("exception "+strings.TrimSpace(c.Expression.Text), maxLabelRunes)
 		}
-		if s := strings.TrimSpace(c.Expression.Text); s != "" {
-			return shorten(s, maxLabelRunes)
-		}
+		return shorten(strings.TrimSpace(c.Expression.Text), maxLabelRunes)
 	}
-	return shorten(strings.TrimSpace(t.Name), maxLabelRunes)
+	return ""
 }
 
 // shorten collapses white space and cuts s to at most n runes, ending

@@ -54,6 +54,9 @@ func (b *builder) fromFile() bool {
 		// stack in the order the process (or block) declares, as rows or
 		// as columns.
 		o, _ := b.proc.ExtendedAttributes.Get("JaWE_GRAPH_WORKFLOW_PARTICIPANT_ORIENTATION")
+		if pool := b.pool(); pool != nil && o == "" {
+			o = pool.Orientation
+		}
 		vertical = strings.EqualFold(strings.TrimSpace(o), "VERTICAL")
 		lanes = b.stackLanes(nodes, b.jaweOrder(), vertical)
 	} else {
@@ -148,14 +151,10 @@ func (b *builder) jaweOrder() []string {
 		}
 	}
 	v, _ := ea.Get(attr)
-	if v == "" {
+	if pool := b.pool(); v == "" && pool != nil {
 		// JaWE's XPDL 2 files order the lanes of the process's pool.
-		for _, p := range b.pkg.Pools {
-			if p.Process == b.proc.ID {
-				for _, l := range p.Lanes {
-					v += l.ID + ";"
-				}
-			}
+		for _, l := range pool.Lanes {
+			v += l.ID + ";"
 		}
 	}
 	var order []string
@@ -165,6 +164,16 @@ func (b *builder) jaweOrder() []string {
 		}
 	}
 	return order
+}
+
+// pool returns the XPDL 2 pool of the process, or nil.
+func (b *builder) pool() *xpdl.Pool {
+	for _, p := range b.pkg.Pools {
+		if p.Process == b.proc.ID {
+			return p
+		}
+	}
+	return nil
 }
 
 // stackLanes moves nodes whose position is relative to their lane into
@@ -304,9 +313,13 @@ func (b *builder) fileRoutes() {
 		}
 		e := &b.edges[k]
 		k++
+		from, to := &b.nodes[b.index[e.From]], &b.nodes[b.index[e.To]]
 		for _, cg := range t.Graphics {
-			if len(cg.Points) == 0 || !all(cg.Points, inside) {
-				continue
+			if len(cg.Points) == 0 || !all(cg.Points, inside) || strings.HasSuffix(cg.ToolID, "AnchorPosition") {
+				continue // TIBCO's anchor positions are not routes
+			}
+			if cg.ToolID != toolJaWE && (distance(from, cg.Points[0]) > routeSlack || distance(to, cg.Points[len(cg.Points)-1]) > routeSlack) {
+				continue // XPDL 2 routes run from one activity to the other
 			}
 			via := slices.Clone(cg.Points)
 			// XPDL 2 tools write the ends too; drop those lying on or in
@@ -332,6 +345,17 @@ func all(ps []xpdl.Point, f func(xpdl.Point) bool) bool {
 		}
 	}
 	return true
+}
+
+// routeSlack is how far from its activities an XPDL 2 route may start
+// and end.
+const routeSlack = 40.0
+
+// distance is how far p lies from n's box (0 inside it).
+func distance(n *Node, p xpdl.Point) float64 {
+	dx := math.Max(0, math.Max(n.X-p.X, p.X-(n.X+n.W)))
+	dy := math.Max(0, math.Max(n.Y-p.Y, p.Y-(n.Y+n.H)))
+	return math.Hypot(dx, dy)
 }
 
 // within reports whether p lies in n's box or on its border (give or

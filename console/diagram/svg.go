@@ -173,13 +173,28 @@ func (w *svgWriter) edge(e *Edge, taken bool) {
 	w.esc(e.From)
 	w.printf(`" data-to="`)
 	w.esc(e.To)
-	w.printf(`"><path d="%s" marker-end="url(#xpdl-arrow)"/>`, pathData(e))
+	w.printf(`"><title>`)
+	w.esc(edgeTitle(e))
+	w.printf(`</title><path d="%s" marker-end="url(#xpdl-arrow)"/>`, pathData(e))
 	if e.Label != "" {
 		w.printf(`<text x="%s" y="%s" text-anchor="middle">`, f(e.LabelAt.X), f(e.LabelAt.Y-3))
 		w.esc(e.Label)
 		w.printf("</text>")
 	}
 	w.printf("</g>\n")
+}
+
+// edgeTitle is the tooltip of an edge: its name, id and whole
+// condition label.
+func edgeTitle(e *Edge) string {
+	s := "[" + e.ID + "]"
+	if e.Name != "" {
+		s = e.Name + " " + s
+	}
+	if e.Label != "" {
+		s += " " + e.Label
+	}
+	return s
 }
 
 // pathData is the SVG path of an edge's route.
