@@ -4,7 +4,8 @@
 // Drawing is two steps. NewLayout places the activities, lanes and
 // transitions of one process (or one activity set) and returns a
 // *Layout: an immutable value that depends only on the definition, so a
-// caller keeps it per definition version and draws it many times.
+// caller keeps it per definition version (Cache does that) and draws it
+// many times.
 // (*Layout).SVG draws it with a State overlay: each activity's state and
 // count of instances, the current activities and the transitions taken.
 //
