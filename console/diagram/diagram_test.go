@@ -23,8 +23,8 @@ func readFile(t *testing.T, name string) *xpdl.Package {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	require.NoError(t, err)
-	defer f.Close()
 	pkg, err := xpdl.Read(f, &xpdl.ReadOpts{Name: name})
+	require.NoError(t, f.Close())
 	require.NoError(t, err)
 	return pkg
 }
@@ -86,12 +86,12 @@ func TestJaWECoordinates(t *testing.T) {
 	require.NoError(t, err)
 	manager, clerk := l.Lanes[0], l.Lanes[1]
 	require.Equal(t, "manager", manager.ID)
-	require.Equal(t, manager.Y+manager.H, clerk.Y)
+	require.InDelta(t, manager.Y+manager.H, clerk.Y, 0.01)
 	enter, approve, ship := l.Node("enter"), l.Node("approve"), l.Node("ship")
 	require.InDelta(t, clerk.Y+30, enter.Y, 0.01, "offset inside the clerk's lane")
 	require.InDelta(t, manager.Y+20, approve.Y, 0.01, "offset inside the manager's lane")
 	require.InDelta(t, 320, ship.X-enter.X, 0.01)
-	require.Equal(t, 90.0, enter.W)
+	require.InDelta(t, 90.0, enter.W, 0.01)
 	require.Len(t, l.Edges[2].Points, 3, "the break point lies between the two ends")
 }
 
