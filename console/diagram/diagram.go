@@ -87,6 +87,9 @@ type Node struct {
 	Join, Split xpdl.GatewayType
 	Event       xpdl.EventType
 	Trigger     xpdl.Trigger
+	// ActivitySet is the set a block activity runs (draw it with
+	// Options.ActivitySet); SubFlow the process a subflow calls.
+	ActivitySet, SubFlow string
 	// AttachedTo is the activity a boundary event sits on; such a node
 	// overlaps its activity's border on purpose.
 	AttachedTo string
@@ -203,8 +206,14 @@ func newBuilder(pkg *xpdl.Package, proc *xpdl.Process, flow *xpdl.Flow) *builder
 			}
 		case xpdl.ActivitySubFlow:
 			n.Shape = ShapeSubFlow
+			if a.SubFlow != nil {
+				n.SubFlow = a.SubFlow.Process
+			}
 		case xpdl.ActivityBlock:
 			n.Shape = ShapeBlock
+			if a.Block != nil {
+				n.ActivitySet = a.Block.ActivitySet
+			}
 		}
 		if _, dup := b.index[a.ID]; !dup {
 			b.index[a.ID] = len(b.nodes)

@@ -129,6 +129,7 @@ func TestStateOverlay(t *testing.T) {
 	require.Equal(t, "node task incident current", nodes["ship"].class, "an incident is drawn with the incident class")
 	require.Equal(t, "3", nodes["ship"].badge)
 	require.Equal(t, "node block running", nodes["billing"].class)
+	require.Equal(t, "bill", l.Node("billing").ActivitySet, "a block names the set to draw on its own")
 	require.Empty(t, nodes["billing"].badge, "no badge without a count")
 	require.Equal(t, "node gateway", nodes["check"].class)
 	require.Equal(t, "edge taken", edges["t1"])

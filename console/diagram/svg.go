@@ -230,6 +230,14 @@ func (w *svgWriter) node(n *Node, st ActivityState) {
 	}
 	w.printf(`<g class="%s" data-activity="`, class)
 	w.esc(n.ID)
+	if n.ActivitySet != "" {
+		w.printf(`" data-activity-set="`)
+		w.esc(n.ActivitySet)
+	}
+	if n.SubFlow != "" {
+		w.printf(`" data-subflow="`)
+		w.esc(n.SubFlow)
+	}
 	w.printf(`"><title>`)
 	w.esc(title(n, st))
 	w.printf("</title>")
