@@ -169,7 +169,10 @@ func (b *builder) runDot(ctx context.Context, laid []int) error {
 		if err != nil || k < 0 || k >= len(b.edges) {
 			continue
 		}
-		var start, end *xpdl.Point
+		// pos is "[s,x,y] [e,x,y] p0 p1 ... p3n": the arrow tail and head
+		// points, then the Bézier control points. There is no arrow tail;
+		// the head point is where the curve ends on the target.
+		var end *xpdl.Point
 		var ctrl []xpdl.Point
 		for f := range strings.FieldsSeq(oe.Pos) {
 			switch {
@@ -179,10 +182,6 @@ func (b *builder) runDot(ctx context.Context, laid []int) error {
 					end = &q
 				}
 			case strings.HasPrefix(f, "s,"):
-				if p := parsePoints(f[2:]); len(p) == 1 {
-					q := flip(p[0])
-					start = &q
-				}
 			default:
 				if p := parsePoints(f); len(p) == 1 {
 					ctrl = append(ctrl, flip(p[0]))
@@ -192,13 +191,7 @@ func (b *builder) runDot(ctx context.Context, laid []int) error {
 		if len(ctrl) < 4 || (len(ctrl)-1)%3 != 0 {
 			continue // finish routes it straight
 		}
-		pts := make([]xpdl.Point, 0, len(ctrl)+2)
-		if start != nil {
-			// Graphviz puts an arrow tail there; there is none, so the
-			// curve starts at its first control point.
-			_ = start
-		}
-		pts = append(pts, ctrl...)
+		pts := ctrl
 		if end != nil {
 			pts = append(pts, *end)
 		}

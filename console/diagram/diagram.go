@@ -105,8 +105,8 @@ type Edge struct {
 	// Condition is the condition type; empty for an unconditional one.
 	Condition xpdl.ConditionType
 	// Points is the route: a polyline, or, when Curved, the control points
-	// of cubic Bézier segments (1+3n points). The last point touches the
-	// target.
+	// of cubic Bézier segments (1+3n points) followed by at most one point
+	// reached in a straight line. The last point touches the target.
 	Points []xpdl.Point
 	Curved bool
 	// LabelAt is where the label is drawn.
