@@ -247,11 +247,11 @@ func (r *run) moveTarget(id string) (*xpdl.Activity, error) {
 	refuse := func(format string, args ...any) error {
 		return &MoveError{Instance: r.pi.ID, Reason: fmt.Sprintf(format, args...)}
 	}
-	if def := r.proc.Flow.Activity(id); def != nil {
+	if def := r.proc.Activity(id); def != nil {
 		return def, nil
 	}
 	for _, set := range r.proc.ActivitySets {
-		if set.Flow.Activity(id) != nil {
+		if set.Activity(id) != nil {
 			for _, f := range r.proc.Flows() {
 				for _, b := range f.Activities {
 					if b.Block != nil && b.Block.ActivitySet == set.ID {
@@ -263,7 +263,7 @@ func (r *run) moveTarget(id string) (*xpdl.Activity, error) {
 		}
 	}
 	for _, p := range r.dep.pkg.Processes {
-		if p != r.proc && p.Flow.Activity(id) != nil {
+		if p != r.proc && p.Activity(id) != nil {
 			return nil, refuse("activity %s belongs to process %s, not to %s: an instance moves within its own process", id, p.ID, r.proc.ID)
 		}
 	}
@@ -340,12 +340,12 @@ func (r *run) successorsOf(id int64) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	def := r.proc.Flow.Activity(done.ActivityDefID)
+	def := r.proc.Activity(done.ActivityDefID)
 	if def == nil || done.BlockInstanceID != nil || done.EndedAt == nil {
 		return nil, &MoveError{Instance: r.pi.ID, Reason: fmt.Sprintf("activity %s runs inside an activity set or a loop: it cannot be withdrawn", done.ActivityDefID)}
 	}
 	next := map[string]bool{}
-	for _, t := range r.proc.Flow.Outgoing(def.ID) {
+	for _, t := range r.proc.Outgoing(def.ID) {
 		next[t.To] = true
 	}
 	all, err := r.tx.ListActivityInstances(r.ctx, store.ListActivityInstancesParams{ProcessInstanceID: r.pi.ID})
@@ -374,7 +374,7 @@ func (r *run) successorsOf(id int64) ([]int64, error) {
 		}
 		out = append(out, a.ID)
 	}
-	for _, t := range r.proc.Flow.Outgoing(def.ID) {
+	for _, t := range r.proc.Outgoing(def.ID) {
 		if r.tokens.Waiting(flow.Scope{Flow: &r.proc.Flow}, t) {
 			return nil, &MoveError{Instance: r.pi.ID, Reason: fmt.Sprintf("its completion arrived at join %s, which waits for other branches: it cannot be taken back alone", t.To)}
 		}

@@ -52,7 +52,7 @@ func (o Op) check() error {
 		return nil
 	}
 	if _, err := json.Marshal(o.Data); err != nil {
-		return fmt.Errorf("%w: Op.Data does not encode as JSON: %v", ErrConfig, err)
+		return fmt.Errorf("%w: Op.Data does not encode as JSON: %w", ErrConfig, err)
 	}
 	return nil
 }

@@ -375,6 +375,17 @@ func (e *Engine) WorkItems(ctx context.Context, f WorkItemFilter) (WorkItemPage,
 	return page, nil
 }
 
+// WorkItem returns one work item, in any state.
+func (e *Engine) WorkItem(ctx context.Context, id int64) (WorkItem, error) {
+	row, err := e.store.GetWorkItem(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return WorkItem{}, notFound("work item", id)
+	} else if err != nil {
+		return WorkItem{}, err
+	}
+	return workItemOf(row), nil
+}
+
 func workItemsOf(rows []store.WorkItem) []WorkItem {
 	out := make([]WorkItem, len(rows))
 	for i, r := range rows {

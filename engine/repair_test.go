@@ -14,6 +14,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store/dbtest"
+	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
@@ -29,20 +30,21 @@ func (h *harness) awaitIncident(id int64, cause engine.IncidentCause) engine.Inc
 		default:
 		}
 	})()
-	tick := time.NewTicker(10 * time.Millisecond) // failing incidents are written outside a step: no record wakes us
-	defer tick.Stop()
+	clock := timer.Real() // failing incidents are written outside a step: no record wakes us, so look again now and then
 	for {
 		page, err := h.e.Incidents(h.ctx, engine.IncidentFilter{Instance: id, Causes: []engine.IncidentCause{cause}})
 		require.NoError(h.t, err)
 		if len(page.Incidents) > 0 {
 			return page.Incidents[0]
 		}
+		again := clock.NewTimer(10 * time.Millisecond)
 		select {
 		case <-wake:
-		case <-tick.C:
+		case <-again.C():
 		case <-h.ctx.Done():
 			h.t.Fatalf("instance %d never had a %s incident", id, cause)
 		}
+		again.Stop()
 	}
 }
 

@@ -251,6 +251,9 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 // xpdltest.PackageWith; or a file (deploy file=PATH, relative to the
 // repository).
 func (s *spec) deploy(d *datadriven.TestData, out *strings.Builder) error {
+	if d.HasArg("together") {
+		return s.deployTogether(d, out)
+	}
 	var src string
 	switch {
 	case d.HasArg("file"):
@@ -284,6 +287,27 @@ func (s *spec) deploy(d *datadriven.TestData, out *strings.Builder) error {
 
 // start starts a process: start [PROCESS] [lost-event] [k=v ...]; values
 // are text, parsed by their declared types.
+// deployTogether deploys the Package documents of the input as one
+// deployment (Engine.DeployTogether): deploy together. Each is named
+// fileN.xpdl, N from 1; start runs the first.
+func (s *spec) deployTogether(d *datadriven.TestData, out *strings.Builder) error {
+	var srcs []engine.Source
+	for doc := range strings.SplitAfterSeq(d.Input, "</Package>") {
+		if doc = strings.TrimSpace(doc); doc != "" {
+			srcs = append(srcs, engine.Source{File: fmt.Sprintf("file%d.xpdl", len(srcs)+1), XPDL: []byte(doc)})
+		}
+	}
+	deps, err := s.e.DeployTogether(s.ctx, srcs...)
+	if err != nil {
+		return err
+	}
+	s.latest = deps[0]
+	for _, dep := range deps {
+		fmt.Fprintf(out, "deployed %s v%d from %s: %s\n", dep.PackageID, dep.Version, dep.File, strings.Join(dep.Processes, " "))
+	}
+	return nil
+}
+
 func (s *spec) start(d *datadriven.TestData) error {
 	opts := engine.StartOptions{DefinitionID: s.latest.ID, TextVariables: map[string]string{}}
 	lost := false

@@ -789,8 +789,24 @@ type Transition struct {
 	Condition *Condition
 	Pos       Pos
 
+	// Graphics are the diagram routes of the transition: XPDL 2
+	// ConnectorGraphicsInfo, and JaWE's break points of XPDL 1.
+	Graphics []ConnectorGraphics
+
 	ExtendedAttributes ExtendedAttributes
 }
+
+// ConnectorGraphics is one tool's drawing of a transition: the points it
+// passes through, in order. XPDL 2 tools write the whole route (often
+// starting and ending on the activities' borders); JaWE's
+// JaWE_GRAPH_BREAK_POINTS give only the bends.
+type ConnectorGraphics struct {
+	ToolID string
+	Points []Point
+}
+
+// Point is a position on a diagram.
+type Point struct{ X, Y float64 }
 
 // Condition is a transition's guard.
 type Condition struct {
@@ -867,6 +883,11 @@ type Pool struct {
 	Process string
 	Lanes   []*Lane
 	Pos     Pos
+	// Orientation is HORIZONTAL or VERTICAL (lanes as rows or columns);
+	// empty when not given.
+	Orientation string
+	// Graphics are the pool's XPDL 2 NodeGraphicsInfo items.
+	Graphics []NodeGraphics
 }
 
 // Lane is a partition of a pool; its performers apply to the activities
@@ -877,6 +898,8 @@ type Lane struct {
 	ParentLane string
 	Performers []string
 	Pos        Pos
+	// Graphics are the lane's XPDL 2 NodeGraphicsInfo items.
+	Graphics []NodeGraphics
 }
 
 // MessageFlow is an XPDL 2 message flow between pools or activities.

@@ -502,14 +502,16 @@ func (r *reader) readDataFields(list node) []*DataField {
 func isTrue(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
 
 func (r *reader) readPool(e node) *Pool {
-	p := &Pool{ID: attr(e, "Id"), Name: attr(e, "Name"), Process: attr(e, "Process"), Pos: r.pos(e)}
+	p := &Pool{ID: attr(e, "Id"), Name: attr(e, "Name"), Process: attr(e, "Process"), Orientation: attr(e, "Orientation"), Pos: r.pos(e)}
 	for l := firstItem(e, "Lanes", "Lane"); l.Element != nil; l = l.next() {
 		lane := &Lane{ID: attr(l, "Id"), Name: attr(l, "Name"), ParentLane: attr(l, "ParentLane"), Pos: r.pos(l)}
+		lane.Graphics = readNodeGraphics(child(l, "NodeGraphicsInfos"))
 		for perf := firstItem(l, "Performers", "Performer"); perf.Element != nil; perf = perf.next() {
 			lane.Performers = append(lane.Performers, text(perf))
 		}
 		p.Lanes = append(p.Lanes, lane)
 	}
+	p.Graphics = readNodeGraphics(child(e, "NodeGraphicsInfos"))
 	return p
 }
 
@@ -597,6 +599,7 @@ func (r *reader) readTransition(e node) *Transition {
 		Description: childText(e, "Description"), Pos: r.pos(e),
 		ExtendedAttributes: r.readExtendedAttributes(e),
 	}
+	t.Graphics = readConnectorGraphics(child(e, "ConnectorGraphicsInfos"), t.ExtendedAttributes)
 	if c := child(e, "Condition"); c.Element != nil {
 		cond := &Condition{Expression: r.expression(c), Pos: r.pos(c)}
 		raw := attr(c, "Type")
@@ -1067,18 +1070,7 @@ func firstNonEmpty(vals ...string) string {
 // activity's NodeGraphicsInfos) and the XPDL 1 layout extended attributes
 // of JaWE and Bonita.
 func (r *reader) readGraphics(list node, a *Activity) []NodeGraphics {
-	var out []NodeGraphics
-	for g := child(list, "NodeGraphicsInfo"); g.Element != nil; g = g.next() {
-		ng := NodeGraphics{
-			ToolID: attr(g, "ToolId"), LaneID: attr(g, "LaneId"), PageID: attr(g, "PageId"),
-			Width: num(attr(g, "Width")), Height: num(attr(g, "Height")),
-			FillColor: attr(g, "FillColor"), Shape: attr(g, "Shape"),
-		}
-		if c := child(g, "Coordinates"); c.Element != nil {
-			ng.X, ng.Y = num(attr(c, "XCoordinate")), num(attr(c, "YCoordinate"))
-		}
-		out = append(out, ng)
-	}
+	out := readNodeGraphics(list)
 	ea := a.ExtendedAttributes
 	if off, ok := ea.Get("JaWE_GRAPH_OFFSET"); ok {
 		ng := NodeGraphics{ToolID: "JaWE"}
@@ -1095,6 +1087,49 @@ func (r *reader) readGraphics(list node, a *Activity) []NodeGraphics {
 		h, _ := ea.Get("CellHeight")
 		ng.Y, ng.Width, ng.Height = num(y), num(w), num(h)
 		out = append(out, ng)
+	}
+	return out
+}
+
+// readNodeGraphics reads the XPDL 2 NodeGraphicsInfo items of list (the
+// NodeGraphicsInfos of an activity, lane or pool).
+func readNodeGraphics(list node) []NodeGraphics {
+	var out []NodeGraphics
+	for g := child(list, "NodeGraphicsInfo"); g.Element != nil; g = g.next() {
+		ng := NodeGraphics{
+			ToolID: attr(g, "ToolId"), LaneID: attr(g, "LaneId"), PageID: attr(g, "PageId"),
+			Width: num(attr(g, "Width")), Height: num(attr(g, "Height")),
+			FillColor: attr(g, "FillColor"), Shape: attr(g, "Shape"),
+		}
+		if c := child(g, "Coordinates"); c.Element != nil {
+			ng.X, ng.Y = num(attr(c, "XCoordinate")), num(attr(c, "YCoordinate"))
+		}
+		out = append(out, ng)
+	}
+	return out
+}
+
+// readConnectorGraphics reads the XPDL 2 ConnectorGraphicsInfo items of
+// list (a transition's ConnectorGraphicsInfos) and JaWE's
+// JaWE_GRAPH_BREAK_POINTS extended attribute of XPDL 1 ("x1,y1-x2,y2",
+// or one point "x,y").
+func readConnectorGraphics(list node, ea ExtendedAttributes) []ConnectorGraphics {
+	var out []ConnectorGraphics
+	for g := child(list, "ConnectorGraphicsInfo"); g.Element != nil; g = g.next() {
+		cg := ConnectorGraphics{ToolID: attr(g, "ToolId")}
+		for c := child(g, "Coordinates"); c.Element != nil; c = c.next() {
+			cg.Points = append(cg.Points, Point{X: num(attr(c, "XCoordinate")), Y: num(attr(c, "YCoordinate"))})
+		}
+		out = append(out, cg)
+	}
+	if bp, ok := ea.Get("JaWE_GRAPH_BREAK_POINTS"); ok {
+		cg := ConnectorGraphics{ToolID: "JaWE"}
+		for p := range strings.SplitSeq(bp, "-") {
+			if x, y, found := strings.Cut(p, ","); found {
+				cg.Points = append(cg.Points, Point{X: num(x), Y: num(y)})
+			}
+		}
+		out = append(out, cg)
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,18 +10,19 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/wftype"
-	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 const deployUsage = `Usage: goxpdl deploy --db DSN [--json] FILE...
 
-Deploy stores each XPDL file (with the ExternalPackages it references) in
-the engine's database as a new version of its package; instances already
-running keep their version, new ones start the latest. Every file is
-read and validated first: when any has problems, they are printed as
-validate prints them (FILE:LINE:COL: message) and nothing is deployed.
-It prints one line per file: the deployment id, the package and its
-version, and the package's processes.
+Deploy stores the XPDL files (with the ExternalPackages they reference)
+in the engine's database as one deployment: each file a new version of
+its package, and a subflow finds its process in the files deployed with
+it first (files sharing a package Id do not hide each other). Instances
+already running keep their version, new ones start the latest. The files
+are read and validated together first, as validate does: when any has
+problems, they are printed as validate prints them (FILE:LINE:COL:
+message) and nothing is deployed. It prints one line per package: the
+deployment id, the package and its version, and its processes.
 
 Flags (before or after the files):
 
@@ -48,32 +48,13 @@ func runDeploy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	// Read and validate every file before deploying any.
-	bad := false
-	for _, file := range files {
-		pkg, err := xpdl.Load(file, nil)
-		if err == nil {
-			err = xpdl.Validate(pkg, nil).Err()
-		}
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, xpdl.ErrInvalid) {
-			printErr(stderr, "goxpdl deploy: %v\n", err)
-			return exitUsage
-		}
-		bad = true
-		if ve, ok := errors.AsType[*xpdl.ValidationError](err); ok {
-			for _, p := range ve.Problems.Errors() {
-				printErr(stderr, "%s\n", p)
-			}
-		} else {
-			printErr(stderr, "%s: %v\n", file, err)
-		}
-	}
-	if bad {
+	// Read and validate the files together, as validate does, before
+	// deploying any.
+	if _, code := loadDeployment("deploy", files, stderr); code == exitProblems {
 		printErr(stderr, "goxpdl deploy: nothing deployed\n")
 		return exitRefused
+	} else if code != exitOK {
+		return code
 	}
 	ctx, s, code := openSession("deploy", &o, stderr)
 	if s == nil {
@@ -82,10 +63,14 @@ func runDeploy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer s.close()
 	rows := []deployRow{}
 	var b strings.Builder
-	for _, file := range files {
-		dep, err := s.e.DeployFile(ctx, file)
-		if err != nil {
-			return s.refusal(fmt.Errorf("%s: %w", file, err))
+	deps, err := s.e.DeployFiles(ctx, files...)
+	if err != nil {
+		return s.refusal(err)
+	}
+	for i, dep := range deps {
+		file := dep.File
+		if i < len(files) {
+			file = files[i]
 		}
 		rows = append(rows, deployRow{File: file, ID: dep.ID, Package: dep.PackageID, Version: dep.Version, Processes: dep.Processes})
 		fmt.Fprintf(&b, "deployed %s: definition %d, package %s version %d, processes %s\n",
@@ -149,7 +134,7 @@ func formatCounts(counts map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-const startUsage = `Usage: goxpdl start --db DSN [--set NAME=VALUE]... [--wait] [--json] PACKAGE[:PROCESS]
+const startUsage = `Usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K] [--wait] [--json] PACKAGE[:PROCESS]
 
 Start creates an instance of a process of the latest deployed version of
 PACKAGE: PROCESS is the WorkflowProcess id (default: the one no other
@@ -165,10 +150,13 @@ Flags (before or after the argument):
 
 	--set NAME=VALUE  initial value of a data field (repeatable), parsed by
 	                  the field's type
+	--business-key K  the host's key of the instance (an order number):
+	                  kept on it, inherited by its subflows, and what
+	                  "goxpdl instances --business-key K" finds
 ` + opUsage + `
 ` + opExitStatus
 
-const startShortUsage = "usage: goxpdl start --db DSN [--set NAME=VALUE]... [--wait] [--json] PACKAGE[:PROCESS]\n"
+const startShortUsage = "usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K] [--wait] [--json] PACKAGE[:PROCESS]\n"
 
 func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var o opFlags
@@ -176,6 +164,7 @@ func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
 	o.register(fs)
 	fs.Var(sets, "set", "NAME=VALUE")
+	businessKey := fs.String("business-key", "", "the instance's business key")
 	pos, code, ok := parseOp(fs, cmdSpec{name: "start", usage: startUsage, short: startShortUsage, args: 1}, &o, args, stdout, stderr)
 	if !ok {
 		return code
@@ -190,7 +179,7 @@ func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer s.close()
-	id, err := s.e.StartProcess(ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor})
+	id, err := s.e.StartProcess(ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor, BusinessKey: *businessKey})
 	if err != nil {
 		return s.refusal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // instancesUsage is the full usage text of "goxpdl instances".
 const instancesUsage = `Usage:
 
-	goxpdl instances --db DSN [--json] [--state STATE] [--process P] [--limit N]
+	goxpdl instances --db DSN [--json] [--state STATE] [--process P] [--business-key K] [--limit N]
 	goxpdl instances show --db DSN [--json] ID
 
 Instances counts the process instances of an engine database by state
@@ -44,25 +44,29 @@ Flags:
 	--state STATE   list only instances in this state (the counts cover
 	                all)
 	--process P     list only instances of the WorkflowProcess with id P
+	--business-key K
+	                list only instances started with business key K
 	--limit N       list at most N instances (default 100; 0 lists none)
 
 Exit status: 0 on success; 2 on a usage error or when the database
 cannot be read.
 `
 
-const instancesShortUsage = "usage: goxpdl instances [show ID] --db DSN [--json] [--state STATE] [--process P] [--limit N]\n"
+const instancesShortUsage = "usage: goxpdl instances [show ID] --db DSN [--json] [--state STATE] [--process P] [--business-key K] [--limit N]\n"
 
 // instanceRow is one listed instance, as --json prints it.
 type instanceRow struct {
-	ID         int64      `json:"id"`
-	Process    string     `json:"process"`
-	Definition int64      `json:"definition"`
-	State      string     `json:"state"`
-	Parent     *int64     `json:"parent,omitempty"`
-	Diagnosis  string     `json:"diagnosis,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
-	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	ID         int64  `json:"id"`
+	Process    string `json:"process"`
+	Definition int64  `json:"definition"`
+	State      string `json:"state"`
+	Parent     *int64 `json:"parent,omitempty"`
+	// BusinessKey is the host's key of the instance; "" for none.
+	BusinessKey string     `json:"business_key,omitempty"`
+	Diagnosis   string     `json:"diagnosis,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	EndedAt     *time.Time `json:"ended_at,omitempty"`
 }
 
 // instancesReport is what "goxpdl instances --json" prints.
@@ -81,6 +85,7 @@ func runInstances(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	state := fs.String("state", "", "list only this state")
 	process := fs.String("process", "", "list only this process")
+	businessKey := fs.String("business-key", "", "list only instances with this business key")
 	limit := fs.Int("limit", 100, "list at most N")
 	pos, code, ok := parseInstancesArgs(fs, args, dsn, stdout, stderr)
 	if !ok {
@@ -110,7 +115,7 @@ func runInstances(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl instances: %v\n", err)
 		return exitUsage
 	}
-	rep, err := readInstances(ctx, st, instanceFilter{state: *state, process: *process, limit: *limit})
+	rep, err := readInstances(ctx, st, instanceFilter{state: *state, process: *process, businessKey: *businessKey, limit: *limit})
 	if err != nil {
 		printErr(stderr, "goxpdl instances: %v (is %s an engine database?)\n", err, describeDB(*dsn))
 		return exitUsage
@@ -238,6 +243,9 @@ func formatDetail(d instanceDetail) string {
 	}
 	if d.Parent != nil {
 		fmt.Fprintf(&b, "parent: instance %d\n", *d.Parent)
+	}
+	if d.BusinessKey != "" {
+		fmt.Fprintf(&b, "business key: %s\n", d.BusinessKey)
 	}
 	section := func(title string, header string, rows func(w io.Writer)) {
 		fmt.Fprintf(&b, "\n%s:\n", title)

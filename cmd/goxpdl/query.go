@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/goxpdl/goxpdl/engine"
@@ -59,30 +58,31 @@ func versionOf(ctx context.Context, e *engine.Engine, pkg string, version int) (
 }
 
 // migratableStates are the states Engine.Migrate accepts.
-var migratableStates = []string{string(wftype.ProcessRunning), string(wftype.ProcessSuspended), string(wftype.ProcessLocking)}
+var migratableStates = []wftype.ProcessState{wftype.ProcessRunning, wftype.ProcessSuspended, wftype.ProcessLocking}
 
 // openInstancesOf lists the instances of a deployment that a migration
 // may move: Running, Suspended or Locking.
 func openInstancesOf(ctx context.Context, e *engine.Engine, definition int64) ([]int64, error) {
-	params := store.ListProcessInstancesParams{DefinitionID: definition, States: migratableStates, Limit: 1000}
+	f := engine.InstanceFilter{DefinitionID: definition, States: migratableStates, Limit: 1000}
 	var ids []int64
 	for {
-		list, err := e.Instances(ctx, params)
+		page, err := e.Instances(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		for _, pi := range list {
+		for _, pi := range page.Instances {
 			ids = append(ids, pi.ID)
 		}
-		if len(list) < params.Limit {
+		if page.Next == 0 {
 			return ids, nil
 		}
-		params.AfterID = list[len(list)-1].ID
+		f.After = page.Next
 	}
 }
 
 // readInstances counts the instances by state and lists up to f.limit of
-// them (in f.state, of f.process, when not empty).
+// them (those f selects). It reads the store itself: "instances" looks at
+// a database without starting an engine on it.
 func readInstances(ctx context.Context, st store.Store, f instanceFilter) (instancesReport, error) {
 	counts, err := st.CountProcessInstancesByState(ctx)
 	if err != nil {
@@ -105,14 +105,14 @@ func readInstances(ctx context.Context, st store.Store, f instanceFilter) (insta
 
 // instanceFilter selects the instances "instances" lists.
 type instanceFilter struct {
-	state, process string
-	limit          int
+	state, process, businessKey string
+	limit                       int
 }
 
 // listInstances lists up to f.limit instances, oldest first.
 func listInstances(ctx context.Context, st store.Store, f instanceFilter) ([]instanceRow, error) {
 	rows := []instanceRow{}
-	params := store.ListProcessInstancesParams{Limit: max(f.limit, 100)}
+	params := store.ListProcessInstancesParams{ProcessDefID: f.process, BusinessKey: f.businessKey, Limit: min(max(f.limit, 1), 1000)}
 	if f.state != "" {
 		params.States = []string{f.state}
 	}
@@ -122,9 +122,10 @@ func listInstances(ctx context.Context, st store.Store, f instanceFilter) ([]ins
 			return nil, err
 		}
 		for _, pi := range list {
-			if f.process == "" || pi.ProcessDefID == f.process {
-				rows = append(rows, instanceRowOf(pi))
-			}
+			rows = append(rows, instanceRow{
+				ID: pi.ID, Process: pi.ProcessDefID, Definition: pi.DefinitionID, State: pi.State, Parent: pi.ParentInstanceID,
+				BusinessKey: pi.BusinessKey, Diagnosis: pi.Diagnosis, CreatedAt: pi.CreatedAt, UpdatedAt: pi.UpdatedAt, EndedAt: pi.EndedAt,
+			})
 			if len(rows) == f.limit {
 				break
 			}
@@ -138,10 +139,15 @@ func listInstances(ctx context.Context, st store.Store, f instanceFilter) ([]ins
 }
 
 func instanceRowOf(pi engine.ProcessInstance) instanceRow {
-	return instanceRow{
-		ID: pi.ID, Process: pi.ProcessDefID, Definition: pi.DefinitionID, State: pi.State, Parent: pi.ParentInstanceID,
-		Diagnosis: pi.Diagnosis, CreatedAt: pi.CreatedAt, UpdatedAt: pi.UpdatedAt, EndedAt: pi.EndedAt,
+	r := instanceRow{
+		ID: pi.ID, Process: pi.Process, Definition: pi.DefinitionID, State: string(pi.State), BusinessKey: pi.BusinessKey,
+		Diagnosis: pi.Diagnosis, CreatedAt: pi.StartedAt, UpdatedAt: pi.UpdatedAt, EndedAt: pi.EndedAt,
 	}
+	if pi.Parent != 0 {
+		parent := pi.Parent
+		r.Parent = &parent
+	}
+	return r
 }
 
 // activityRow is an activity instance.
@@ -175,8 +181,8 @@ type workItemRow struct {
 
 func workItemRowOf(wi engine.WorkItem) workItemRow {
 	r := workItemRow{
-		ID: wi.ID, Instance: wi.ProcessInstanceID, ActivityInstance: wi.ActivityInstanceID, Process: wi.ProcessDefID,
-		Activity: wi.ActivityDefID, Name: wi.Name, State: wi.State, Performer: wi.Performer, Owner: wi.Owner,
+		ID: wi.ID, Instance: wi.Instance, ActivityInstance: wi.ActivityInstance, Process: wi.Process,
+		Activity: wi.Activity, Name: wi.ActivityName, State: string(wi.State), Performer: wi.Performer, Owner: wi.Owner,
 		CompletedBy: wi.CompletedBy, Priority: wi.Priority, DueAt: wi.DueAt,
 	}
 	for _, p := range wi.Assignees {
@@ -215,41 +221,74 @@ func showInstance(ctx context.Context, e *engine.Engine, id int64) (instanceDeta
 	}
 	d := instanceDetail{instanceRow: instanceRowOf(pi), Activities: []activityRow{}, WorkItems: []workItemRow{},
 		Timers: []timerRow{}, Incidents: []incidentRow{}, Children: []instanceRow{}}
-	acts, err := e.Activities(ctx, id)
-	if err != nil {
-		return instanceDetail{}, err
-	}
-	for _, a := range acts {
-		d.Activities = append(d.Activities, activityRow{ID: a.ID, Activity: a.ActivityDefID, State: a.State, Attempt: a.Attempt,
-			Block: a.BlockInstanceID, Diagnosis: a.Diagnosis, CreatedAt: a.CreatedAt, EndedAt: a.EndedAt})
+	af := engine.ActivityFilter{Instance: id, Limit: 1000}
+	for {
+		page, err := e.Activities(ctx, af)
+		if err != nil {
+			return instanceDetail{}, err
+		}
+		for _, a := range page.Activities {
+			row := activityRow{ID: a.ID, Activity: a.Activity, State: string(a.State), Attempt: a.Attempt,
+				Diagnosis: a.Diagnosis, CreatedAt: a.CreatedAt, EndedAt: a.EndedAt}
+			if a.Block != 0 {
+				block := a.Block
+				row.Block = &block
+			}
+			d.Activities = append(d.Activities, row)
+		}
+		if page.Next == 0 {
+			break
+		}
+		af.After = page.Next
 	}
 	if d.Variables, err = e.Variables(ctx, id); err != nil {
 		return instanceDetail{}, err
 	}
-	items, err := e.WorkItems(ctx, store.ListWorkItemsParams{ProcessInstanceID: id})
-	if err != nil {
-		return instanceDetail{}, err
+	wf := engine.WorkItemFilter{Instance: id, Limit: 1000}
+	for {
+		page, err := e.WorkItems(ctx, wf)
+		if err != nil {
+			return instanceDetail{}, err
+		}
+		for _, wi := range page.WorkItems {
+			d.WorkItems = append(d.WorkItems, workItemRowOf(wi))
+		}
+		if page.Next == 0 {
+			break
+		}
+		wf.After = page.Next
 	}
-	for _, wi := range items {
-		d.WorkItems = append(d.WorkItems, workItemRowOf(wi))
-	}
-	timers, err := e.Timers(ctx, id)
-	if err != nil {
-		return instanceDetail{}, err
-	}
-	for _, t := range timers {
-		d.Timers = append(d.Timers, timerRow{ID: t.ID, ActivityInstance: t.ActivityInstanceID, Kind: t.Kind, State: string(t.State),
-			DueAt: t.DueAt, FiredAt: t.FiredAt})
+	tf := engine.TimerFilter{Instance: id, Limit: 1000}
+	for {
+		page, err := e.Timers(ctx, tf)
+		if err != nil {
+			return instanceDetail{}, err
+		}
+		for _, t := range page.Timers {
+			d.Timers = append(d.Timers, timerRow{ID: t.ID, ActivityInstance: t.ActivityInstance, Kind: string(t.Kind), State: string(t.State),
+				DueAt: t.DueAt, FiredAt: t.FiredAt})
+		}
+		if page.Next == "" {
+			break
+		}
+		tf.After = page.Next
 	}
 	if d.Incidents, err = listIncidents(ctx, e, id, nil, true); err != nil {
 		return instanceDetail{}, err
 	}
-	kids, err := e.Instances(ctx, store.ListProcessInstancesParams{ParentInstanceID: id})
-	if err != nil {
-		return instanceDetail{}, err
-	}
-	for _, k := range kids {
-		d.Children = append(d.Children, instanceRowOf(k))
+	kf := engine.InstanceFilter{Parent: id, Limit: 1000}
+	for {
+		kids, err := e.Instances(ctx, kf)
+		if err != nil {
+			return instanceDetail{}, err
+		}
+		for _, k := range kids.Instances {
+			d.Children = append(d.Children, instanceRowOf(k))
+		}
+		if kids.Next == 0 {
+			break
+		}
+		kf.After = kids.Next
 	}
 	if d.History, err = history(ctx, e, id); err != nil {
 		return instanceDetail{}, err
@@ -368,50 +407,40 @@ func incidentCounts(ctx context.Context, e *engine.Engine) (map[string]int64, er
 func listWorkItems(ctx context.Context, e *engine.Engine, user string) ([]workItemRow, error) {
 	rows := []workItemRow{}
 	if user != "" {
-		q := engine.WorklistQuery{Limit: store.MaxWorklistLimit - 1}
+		q := engine.WorklistFilter{Limit: 1000}
 		for {
 			page, err := e.Worklist(ctx, user, q)
 			if err != nil {
 				return nil, err
 			}
-			for _, wi := range page.Items {
+			for _, wi := range page.WorkItems {
 				rows = append(rows, workItemRowOf(wi))
 			}
 			if page.Next == "" {
 				return rows, nil
 			}
-			q.Cursor = page.Next
+			q.After = page.Next
 		}
 	}
-	params := store.ListWorkItemsParams{Limit: 1000}
-	for _, s := range workitem.OpenStates {
-		params.States = append(params.States, string(s))
-	}
+	f := engine.WorkItemFilter{States: workitem.OpenStates, Limit: 1000}
 	for {
-		items, err := e.WorkItems(ctx, params)
+		page, err := e.WorkItems(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		for _, wi := range items {
+		for _, wi := range page.WorkItems {
 			rows = append(rows, workItemRowOf(wi))
 		}
-		if len(items) < params.Limit {
+		if page.Next == 0 {
 			return rows, nil
 		}
-		params.AfterID = items[len(items)-1].ID
+		f.After = page.Next
 	}
 }
 
 // workItem reads one work item.
 func workItem(ctx context.Context, e *engine.Engine, id int64) (engine.WorkItem, error) {
-	items, err := e.WorkItems(ctx, store.ListWorkItemsParams{AfterID: id - 1, Limit: 1})
-	if err != nil {
-		return engine.WorkItem{}, err
-	}
-	if len(items) == 0 || items[0].ID != id {
-		return engine.WorkItem{}, &engine.NotFoundError{What: "work item", ID: strconv.FormatInt(id, 10)}
-	}
-	return items[0], nil
+	return e.WorkItem(ctx, id)
 }
 
 // variables reads the variables of an instance.

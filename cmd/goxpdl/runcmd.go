@@ -41,7 +41,8 @@ Flags (before the files):
 	                    process in its package uses as a subflow)
 	--db DSN            default: in-memory SQLite.
 	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
-	--timeout D         give up waiting after D (default 60s; 0: never), as on
+	--timeout D         give up waiting D after the instance started (default
+	                    60s; 0: never), as on
 	                    Ctrl-C (SIGINT) or SIGTERM: print where the instance
 	                    stands (open activities and their states, work
 	                    items, timers) and exit 3
@@ -179,8 +180,6 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 // instance ends, cannot progress, opts.timeout passes or ctx is cancelled
 // (SIGINT, SIGTERM).
 func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int {
-	ctx, cancel := withRunTimeout(ctx, opts.timeout)
-	defer cancel()
 	pkgs, code := loadDeployment("run", opts.files, stderr)
 	if code != exitOK {
 		return code
@@ -253,6 +252,10 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		printErr(stderr, "goxpdl run: start: %v\n", err)
 		return exitUsage
 	}
+	// --timeout bounds the wait for the instance, not the set-up before it
+	// (a slow disk or a loaded machine must not eat a short timeout).
+	ctx, cancel := withRunTimeout(ctx, opts.timeout)
+	defer cancel()
 	outcome, err := drive(ctx, e, id, opts.workitems == "auto")
 	var summary fmt.Stringer = outcome
 	root := outcome.root

@@ -136,7 +136,7 @@ func applyWorkitem(ctx context.Context, e *engine.Engine, sub string, wi engine.
 	case "claim":
 		return e.ClaimWorkItem(ctx, wi.ID, user)
 	case "complete":
-		outputs, err := textOutputs(ctx, e, wi.ProcessInstanceID, sets)
+		outputs, err := textOutputs(ctx, e, wi.Instance, sets)
 		if err != nil {
 			return err
 		}
