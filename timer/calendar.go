@@ -2,8 +2,9 @@ package timer
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/goxpdl/goxpdl/internal/startstop"
 )
 
 // Calendar runs a function at the times of a Schedule (a cron
@@ -20,9 +21,7 @@ type Calendar struct {
 	sched Schedule
 	fn    func(ctx context.Context)
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	life startstop.Service
 }
 
 // NewCalendar returns a Calendar that calls fn at the times of sched by
@@ -35,34 +34,16 @@ func NewCalendar(clock Clock, sched Schedule, fn func(ctx context.Context)) *Cal
 // the goroutine that waits for it. Cancelling ctx stops it as Stop does.
 // A second Start does nothing.
 func (c *Calendar) Start(ctx context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done != nil {
-		return
+	first := c.arm(c.clock.Now())
+	if err := c.life.Start(ctx, func(ctx context.Context) { c.run(ctx, first) }); err != nil && first != nil {
+		first.Stop() // started before: nothing to do
 	}
-	ctx, c.cancel = context.WithCancel(ctx)
-	c.done = make(chan struct{})
-	go c.run(ctx, c.done, c.arm(c.clock.Now()))
 }
 
 // Stop stops the goroutine and waits for it (a run in progress has its
 // ctx cancelled), or returns ctx.Err() when ctx ends first. It is
 // idempotent and safe before Start.
-func (c *Calendar) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	cancel, done := c.cancel, c.done
-	c.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *Calendar) Stop(ctx context.Context) error { return c.life.Stop(ctx) }
 
 // arm returns a timer for the schedule's first time after now; nil when
 // the schedule has no time left.
@@ -74,8 +55,7 @@ func (c *Calendar) arm(now time.Time) Timer {
 	return c.clock.NewTimer(next.Sub(now))
 }
 
-func (c *Calendar) run(ctx context.Context, done chan struct{}, t Timer) {
-	defer close(done)
+func (c *Calendar) run(ctx context.Context, t Timer) {
 	for t != nil {
 		select {
 		case <-ctx.Done():

@@ -2,8 +2,9 @@ package timer
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/goxpdl/goxpdl/internal/startstop"
 )
 
 // Periodic runs a function now and then every interval of a Clock, on a
@@ -15,10 +16,8 @@ type Periodic struct {
 	interval time.Duration
 	fn       func(ctx context.Context)
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-	wake   chan struct{}
+	life startstop.Service
+	wake chan struct{}
 }
 
 // NewPeriodic returns a Periodic that calls fn every interval of clock.
@@ -29,14 +28,7 @@ func NewPeriodic(clock Clock, interval time.Duration, fn func(ctx context.Contex
 // Start starts the goroutine; fn runs at once, then every interval.
 // Cancelling ctx stops it as Stop does. A second Start does nothing.
 func (p *Periodic) Start(ctx context.Context) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done != nil {
-		return
-	}
-	ctx, p.cancel = context.WithCancel(ctx)
-	p.done = make(chan struct{})
-	go p.run(ctx, p.done)
+	_ = p.life.Start(ctx, p.run) // started before: nothing to do
 }
 
 // Now asks for a run as soon as possible; it never blocks.
@@ -50,24 +42,9 @@ func (p *Periodic) Now() {
 // Stop stops the goroutine and waits for it (a run in progress has its
 // ctx cancelled), or returns ctx.Err() when ctx ends first. It is
 // idempotent and safe before Start.
-func (p *Periodic) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	cancel, done := p.cancel, p.done
-	p.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (p *Periodic) Stop(ctx context.Context) error { return p.life.Stop(ctx) }
 
-func (p *Periodic) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
+func (p *Periodic) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		p.fn(ctx)
 		t := p.clock.NewTimer(p.interval)

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/goxpdl/goxpdl/internal/startstop"
 	"github.com/goxpdl/goxpdl/store"
 )
 
@@ -131,11 +131,7 @@ type Service struct {
 	maxLate             atomic.Int64
 	lateness            [len(LatenessBounds) + 1]atomic.Uint64
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	life startstop.Service
 }
 
 // NewService returns a Service, or an error naming a missing field.
@@ -164,42 +160,22 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 
 // Start starts the service's goroutine, which fires what is due at once.
 // Cancelling ctx stops it as Stop does (Stop must still be called to wait
-// for it).
+// for it). It returns ErrStarted when called twice and ErrStopped after
+// Stop.
 func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.stopped:
-		return ErrStopped
-	case s.started:
+	switch err := s.life.Start(ctx, s.run); {
+	case errors.Is(err, startstop.ErrStarted):
 		return ErrStarted
+	case errors.Is(err, startstop.ErrStopped):
+		return ErrStopped
+	default:
+		return err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	s.started, s.cancel, s.done = true, cancel, make(chan struct{})
-	go s.run(runCtx)
-	return nil
 }
 
 // Stop stops the goroutine and waits for it, including a firing in
 // progress, or until ctx ends. It is idempotent and safe before Start.
-func (s *Service) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	s.stopped = true
-	if s.cancel != nil {
-		s.cancel()
-	}
-	done := s.done
-	s.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *Service) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
 
 // Armed tells the service that a timer due at due was committed, so that
 // it wakes up in time when it planned to sleep longer.
@@ -227,7 +203,6 @@ func (s *Service) Stats() ServiceStats {
 }
 
 func (s *Service) run(ctx context.Context) {
-	defer close(s.done)
 	for ctx.Err() == nil {
 		s.planned.Store(0) // wake-ups during a round count
 		if err := s.FireDue(ctx); err != nil && ctx.Err() == nil {
