@@ -13,8 +13,8 @@ import (
 // ErrStarted is returned by Start when the Service runs already.
 var ErrStarted = errors.New("already started")
 
-// ErrStopped is returned by Start after Stop: a Service is not started
-// again.
+// ErrStopped is returned by Start after Stop: a Service that ran is not
+// started again.
 var ErrStopped = errors.New("stopped")
 
 // Service owns one goroutine between Start and Stop. The zero value is
@@ -52,18 +52,17 @@ func (s *Service) Start(ctx context.Context, run func(ctx context.Context)) erro
 
 // Stop cancels the goroutine's context and waits for it to return, or
 // returns ctx.Err() when ctx ends first (the goroutine is told to stop all
-// the same). It is idempotent, and safe before Start.
+// the same). It is idempotent; before Start it does nothing.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	s.stopped = true
-	if s.cancel != nil {
-		s.cancel()
-	}
-	done := s.done
-	s.mu.Unlock()
-	if done == nil {
+	if !s.started {
+		s.mu.Unlock()
 		return nil
 	}
+	s.stopped = true
+	s.cancel()
+	done := s.done
+	s.mu.Unlock()
 	select {
 	case <-done:
 		return nil

@@ -14,8 +14,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStartRunsUntilStop(t *testing.T) {
 	var s startstop.Service
-	require.NoError(t, s.Stop(t.Context()), "safe before Start")
-	s = startstop.Service{}
+	require.NoError(t, s.Stop(t.Context()), "nothing to do before Start")
 	ran := make(chan struct{})
 	require.NoError(t, s.Start(t.Context(), func(ctx context.Context) {
 		close(ran)
