@@ -92,6 +92,7 @@ func TestTimerStartEvents(t *testing.T) {
 		t.Run("the timer creates an instance that begins past its start event", func(t *testing.T) { //nolint:paralleltest // the cases share one engine and clock
 			clock.Advance(time.Hour)
 			rec.awaitStarted(t, 1)
+			h.idle() // process.started is published before the instance offers its work
 			list := h.instancesOf(v1.ID)
 			require.Len(t, list, 1)
 			id := list[0].ID

@@ -13,6 +13,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStartRunsUntilStop(t *testing.T) {
+	t.Parallel()
 	var s startstop.Service
 	require.NoError(t, s.Stop(t.Context()), "nothing to do before Start")
 	ran := make(chan struct{})
@@ -28,6 +29,7 @@ func TestStartRunsUntilStop(t *testing.T) {
 }
 
 func TestStopGivesUpWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
 	var s startstop.Service
 	release := make(chan struct{})
 	require.NoError(t, s.Start(t.Context(), func(context.Context) { <-release }))
@@ -39,6 +41,7 @@ func TestStopGivesUpWhenItsContextEnds(t *testing.T) {
 }
 
 func TestCancellingStartsContextStopsTheGoroutine(t *testing.T) {
+	t.Parallel()
 	var s startstop.Service
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan struct{})
