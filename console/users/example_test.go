@@ -28,7 +28,7 @@ func Example() {
 		panic(err)
 	}
 	h := auth.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s: suspend: %v; deploy: %v\n", users.Actor(r),
+		_, _ = fmt.Fprintf(w, "%s: suspend: %v; deploy: %v\n", users.Actor(r),
 			users.Authorize(r, "instance.suspend", "instance/1"),
 			users.Authorize(r, "definition.deploy", "definition/order"))
 	}))
