@@ -112,7 +112,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 func waitText(sel, text string) chromedp.Action[chromedp.Void] {
 	expr := `(() => { const e = document.querySelector(` + jsString(sel) + `); return !!e && e.textContent.includes(` + jsString(text) + `); })()`
 	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(100 * time.Millisecond) //nolint:forbidigo // the browser runs on the real clock
 		defer tick.Stop()
 		for {
 			if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
