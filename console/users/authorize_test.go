@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goxpdl/goxpdl/console"
 	"github.com/goxpdl/goxpdl/console/users"
 )
 
@@ -73,4 +75,33 @@ func TestAuthorizeAndActor(t *testing.T) {
 	require.NoError(t, users.Authorize(r, "instance.suspend", "instance/7"))
 	require.ErrorIs(t, users.Authorize(r, "definition.deploy", "definition/order"), users.ErrForbidden)
 	require.Equal(t, "bob", users.Actor(r))
+}
+
+// Every action the console asks about is classified as intended: the
+// console's constants, by the least role that may take them.
+func TestConsoleActions(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, console.ActionRead, users.ActionRead)
+	least := map[string]users.Role{
+		console.ActionRead: users.RoleViewer,
+
+		console.ActionStart: users.RoleOperator, console.ActionSuspend: users.RoleOperator,
+		console.ActionResume: users.RoleOperator, console.ActionTerminate: users.RoleOperator,
+		console.ActionJump: users.RoleOperator, console.ActionRollback: users.RoleOperator,
+		console.ActionVariables: users.RoleOperator, console.ActionRetry: users.RoleOperator,
+		console.ActionSkip: users.RoleOperator, console.ActionWorkItemClaim: users.RoleOperator,
+		console.ActionWorkItemRelease: users.RoleOperator, console.ActionWorkItemReassign: users.RoleOperator,
+		console.ActionWorkItemDelegate: users.RoleOperator, console.ActionWorkItemComplete: users.RoleOperator,
+
+		console.ActionDeploy: users.RoleAdmin, console.ActionMigrate: users.RoleAdmin,
+		console.ActionBatchStart: users.RoleAdmin, console.ActionBatchCancel: users.RoleAdmin,
+		console.ActionBatchPause: users.RoleAdmin, console.ActionBatchResume: users.RoleAdmin,
+		console.ActionRecover: users.RoleAdmin, console.ActionLockRelease: users.RoleAdmin,
+	}
+	for action, role := range least {
+		rank := slices.Index(users.Roles, role)
+		for i, r := range users.Roles {
+			require.Equal(t, i >= rank, r.Allows(action), "%s %s", r, action)
+		}
+	}
 }

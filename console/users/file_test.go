@@ -14,7 +14,12 @@ import (
 	"github.com/goxpdl/goxpdl/console/users"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// ants (linked in through the console's engine, which one test
+	// imports for its action names) starts a default pool when its
+	// package is initialised.
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
 
 // hash is a bcrypt hash of password at the lowest cost, so tests run
 // fast.

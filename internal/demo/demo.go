@@ -174,12 +174,11 @@ func Deploy(ctx context.Context, e *engine.Engine) (dep engine.Deployment, deplo
 		return engine.Deployment{}, false, fmt.Errorf("demo: %w", err)
 	}
 	if n := len(versions); n > 0 {
-		latest := versions[n-1].Deployment
-		def, err := e.Store().GetDefinition(ctx, latest.ID)
+		latest, src, err := e.DefinitionSource(ctx, versions[n-1].ID)
 		if err != nil {
-			return engine.Deployment{}, false, fmt.Errorf("demo: read definition %d: %w", latest.ID, err)
+			return engine.Deployment{}, false, fmt.Errorf("demo: %w", err)
 		}
-		if bytes.Equal(def.Source, Source) {
+		if bytes.Equal(src, Source) {
 			return latest, false, nil
 		}
 	}
@@ -353,7 +352,7 @@ func (d *Driver) complete(ctx context.Context, wi engine.WorkItem) error {
 			return nil // busy: the deadline will decide
 		}
 		user = "chen.jie"
-		out["decision"] = []string{"improve", "downgrade"}[d.pick(wi.ID, 5, 2)]
+		out["downgrade"] = d.pick(wi.ID, 5, 2) == 1
 	case "Improve":
 		user = assessors[d.pick(wi.ID, 2, len(assessors))]
 	default:

@@ -43,9 +43,9 @@ func TestPackageValidatesAndDraws(t *testing.T) {
 		process, set string
 		lanes        []string
 	}{
-		{demo.ProcessID, "", []string{"Service provider", "Assessor", "Channel manager", "Operations system"}},
+		{demo.ProcessID, "", []string{"Provider", "Assessor", "Manager", "System"}},
 		{demo.ProcessID, "reviews", []string{"Assessor"}},
-		{demo.SubflowID, "", []string{"Service provider", "Operations system"}},
+		{demo.SubflowID, "", []string{"Provider", "System"}},
 	}
 	for _, f := range flows {
 		l, err := diagram.NewLayout(t.Context(), pkg, f.process, diagram.Options{ActivitySet: f.set})
