@@ -15,6 +15,7 @@ import (
 // work: the handler stands for the console, which asks Authorize before
 // each action and records Actor.
 func Example() {
+	// begin docblock docs/serve.md
 	hash, err := users.Hash([]byte("s3cret"), bcrypt.MinCost) // goxpdl users add uses bcrypt.DefaultCost
 	if err != nil {
 		panic(err)
@@ -40,6 +41,7 @@ func Example() {
 		h.ServeHTTP(rec, r)
 		fmt.Print(rec.Code, " ", rec.Body.String())
 	}
+	// end docblock
 	// Output:
 	// 200 bob: suspend: <nil>; deploy: bob (operator) may not definition.deploy definition/order
 	// 401 authentication required
