@@ -82,7 +82,11 @@ type Handler struct {
 	pages    map[string]*template.Template
 	diagrams *diagram.Cache
 	pkgs     *packages
-	root     http.Handler
+	// deploying lets one upload at a time be read and deployed: a file
+	// at the limits of xpdl.Read takes a few seconds and several hundred
+	// MB to read, and uploads side by side would multiply that.
+	deploying chan struct{}
+	root      http.Handler
 }
 
 // New returns the console of eng.
@@ -105,7 +109,7 @@ func New(eng *engine.Engine, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	h := &Handler{eng: eng, opts: opts, log: opts.Logger, diagrams: cache}
+	h := &Handler{eng: eng, opts: opts, log: opts.Logger, diagrams: cache, deploying: make(chan struct{}, 1)}
 	if h.pkgs, err = newPackages(eng, opts.DiagramCacheSize); err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}

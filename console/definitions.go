@@ -339,6 +339,12 @@ func (h *Handler) deploy(ctx context.Context, r *http.Request, _ *input, _ engin
 	if len(files) == 0 {
 		return nil, badRequest(`no file: upload each definition in a "file" field`)
 	}
+	select {
+	case h.deploying <- struct{}{}:
+		defer func() { <-h.deploying }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	srcs := make([]engine.Source, 0, len(files))
 	for _, fh := range files {
 		f, err := fh.Open()

@@ -29,6 +29,7 @@ func (h *Handler) routes(mux *http.ServeMux) {
 	h.dashboardRoutes(mux)
 	h.instanceRoutes(mux)
 	h.definitionRoutes(mux)
+	h.repairRoutes(mux)
 }
 
 // unrouted answers a request no route takes with the console's own error
