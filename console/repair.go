@@ -106,7 +106,7 @@ func (h *Handler) repairRoutes(mux *http.ServeMux) {
 	})
 	h.action(mux, "POST /instances/{id}/variables", action{
 		Name: ActionVariables, Target: idTarget("instance", "id"), Reason: true,
-		Do:   h.setVariables,
+		Do: h.setVariables,
 		Done: func(r *http.Request, result any) (string, string) {
 			changed, _ := result.(variablesResult)
 			msg := "No variable changed."
