@@ -22,10 +22,12 @@ type Options struct {
 	ReadOnly bool
 	// Authorize decides whether the request may perform action (one of the
 	// Action… constants; ActionRead for every page and API read) on target
-	// (what the action is applied to: "instance/42", "definition/order",
-	// "page/instances"). A non-nil error refuses it with 403 and the
-	// error's text. Nil allows everything: the host's middleware is then
-	// the only gate.
+	// (what the action is applied to: "instance/42", "definition/7" (a
+	// deployed version, by its definition id), "page/instances"; an
+	// upload of definitions is "page/definitions"; the repairs of an
+	// activity are asked about its instance). A non-nil error refuses it
+	// with 403 and the error's text. Nil allows everything: the host's
+	// middleware is then the only gate.
 	Authorize func(r *http.Request, action, target string) error
 	// Actor names who makes the request, recorded as the actor of every
 	// command in the engine's history and audit. Nil or "" records

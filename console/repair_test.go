@@ -173,6 +173,7 @@ func TestJumpAndRollback(t *testing.T) {
 		assert.Contains(t, page.body, fmt.Sprintf(`formaction="/instances/%d/rollback"`, id))
 		assert.Contains(t, page.body, `hx-confirm="Jump: cancel every open activity`)
 		assert.Contains(t, page.body, `src="/static/console.js"`)
+		assert.Contains(t, page.body, fmt.Sprintf(`href="/instances/%d/migration">Migrate…</a>`, id))
 
 		// Rollback to Check, which completed: it runs again.
 		checks := f.activityCount(id)
