@@ -22,10 +22,12 @@ type Options struct {
 	ReadOnly bool
 	// Authorize decides whether the request may perform action (one of the
 	// Action… constants; ActionRead for every page and API read) on target
-	// (what the action is applied to: "instance/42", "definition/order",
-	// "page/instances"). A non-nil error refuses it with 403 and the
-	// error's text. Nil allows everything: the host's middleware is then
-	// the only gate.
+	// (what the action is applied to: "instance/42", "definition/7" (a
+	// deployed version, by its definition id), "page/instances"; an
+	// upload of definitions is "page/definitions"; the repairs of an
+	// activity are asked about its instance). A non-nil error refuses it
+	// with 403 and the error's text. Nil allows everything: the host's
+	// middleware is then the only gate.
 	Authorize func(r *http.Request, action, target string) error
 	// Actor names who makes the request, recorded as the actor of every
 	// command in the engine's history and audit. Nil or "" records
@@ -82,7 +84,11 @@ type Handler struct {
 	pages    map[string]*template.Template
 	diagrams *diagram.Cache
 	pkgs     *packages
-	root     http.Handler
+	// deploying lets one upload at a time be read and deployed: a file
+	// at the limits of xpdl.Read takes a few seconds and several hundred
+	// MB to read, and uploads side by side would multiply that.
+	deploying chan struct{}
+	root      http.Handler
 }
 
 // New returns the console of eng.
@@ -105,7 +111,7 @@ func New(eng *engine.Engine, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	h := &Handler{eng: eng, opts: opts, log: opts.Logger, diagrams: cache}
+	h := &Handler{eng: eng, opts: opts, log: opts.Logger, diagrams: cache, deploying: make(chan struct{}, 1)}
 	if h.pkgs, err = newPackages(eng, opts.DiagramCacheSize); err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}

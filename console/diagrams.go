@@ -20,14 +20,21 @@ import (
 type svgHTML = template.HTML
 
 // packages keeps parsed definitions (as written, before the engine's
-// rewrite) by definition id, for drawing them.
+// rewrite) by definition id, for drawing them and for their forms. A
+// deployed version never changes, so an entry stays true.
 type packages struct {
 	eng   *engine.Engine
-	cache *lru.Cache[int64, *xpdl.Package]
+	cache *lru.Cache[int64, parsedDefinition]
+}
+
+// parsedDefinition is one deployed version, read.
+type parsedDefinition struct {
+	pkg *xpdl.Package
+	dep engine.Deployment
 }
 
 func newPackages(eng *engine.Engine, size int) (*packages, error) {
-	c, err := lru.New[int64, *xpdl.Package](size)
+	c, err := lru.New[int64, parsedDefinition](size)
 	if err != nil {
 		return nil, err
 	}
@@ -36,18 +43,18 @@ func newPackages(eng *engine.Engine, size int) (*packages, error) {
 
 // get returns the parsed package of definition id.
 func (p *packages) get(ctx context.Context, id int64) (*xpdl.Package, engine.Deployment, error) {
+	if d, ok := p.cache.Get(id); ok {
+		return d.pkg, d.dep, nil
+	}
 	dep, src, err := p.eng.DefinitionSource(ctx, id)
 	if err != nil {
 		return nil, dep, err
-	}
-	if pkg, ok := p.cache.Get(id); ok {
-		return pkg, dep, nil
 	}
 	pkg, err := xpdl.Read(bytes.NewReader(src), &xpdl.ReadOpts{Name: dep.File})
 	if err != nil {
 		return nil, dep, err
 	}
-	p.cache.Add(id, pkg)
+	p.cache.Add(id, parsedDefinition{pkg: pkg, dep: dep})
 	return pkg, dep, nil
 }
 

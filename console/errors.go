@@ -22,7 +22,21 @@ var (
 	errMethod = errors.New("method not allowed")
 	// errInternal: a failure that is not the caller's (500).
 	errInternal = errors.New("internal error")
+	// errTooLarge: a body larger than the console takes (413).
+	errTooLarge = errors.New("request too large")
 )
+
+// fieldError is an input field the console refused (a value that does
+// not parse by its variable's declared type, an unknown variable): 422,
+// and the API's answer names the field.
+type fieldError struct {
+	// Field is the parameter, e.g. "variables.amount".
+	Field string
+	// Msg says what is wrong with it.
+	Msg string
+}
+
+func (e *fieldError) Error() string { return e.Field + ": " + e.Msg }
 
 // forbiddenError is Options.Authorize's refusal (403).
 type forbiddenError struct{ reason string }
@@ -51,6 +65,8 @@ type apiError struct {
 	// Problems lists an invalid definition's problems, each with its
 	// line and column.
 	Problems xpdl.Problems `json:"problems,omitempty"`
+	// Field names the input refused ("variables.amount"), when one is.
+	Field string `json:"field,omitempty"`
 }
 
 // classify maps an error to its HTTP status and API code.
@@ -58,6 +74,11 @@ func classify(err error) (int, apiError) {
 	e := apiError{Message: err.Error()}
 	var forbidden *forbiddenError
 	var invalid *xpdl.ValidationError
+	var syntax *xpdl.SyntaxError
+	var race *xpdl.RaceRegionError
+	var field *fieldError
+	var variable *engine.VariableError
+	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &forbidden):
 		return http.StatusForbidden, withCode(e, "forbidden")
@@ -66,8 +87,26 @@ func classify(err error) (int, apiError) {
 	case errors.Is(err, errBadRequest), errors.Is(err, engine.ErrBadFilter),
 		errors.Is(err, engine.ErrBadBatch), errors.Is(err, engine.ErrInvalidPurge):
 		return http.StatusBadRequest, withCode(e, "bad_request")
+	case errors.As(err, &tooLarge), errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge, withCode(e, "too_large")
 	case errors.As(err, &invalid):
 		e.Problems = invalid.Problems
+		return http.StatusUnprocessableEntity, withCode(e, "invalid")
+	case errors.As(err, &syntax):
+		// Not XPDL at all: malformed XML, a hostile-input limit, a
+		// DOCTYPE, another root element.
+		e.Problems = xpdl.Problems{syntax.Problem()}
+		return http.StatusUnprocessableEntity, withCode(e, "invalid")
+	case errors.As(err, &race):
+		e.Problems = xpdl.RewriteProblems(race)
+		return http.StatusUnprocessableEntity, withCode(e, "invalid")
+	case errors.As(err, &field):
+		e.Field = field.Field
+		return http.StatusUnprocessableEntity, withCode(e, "invalid")
+	case errors.As(err, &variable):
+		e.Field = "variables." + variable.Name
+		return http.StatusUnprocessableEntity, withCode(e, "invalid")
+	case errors.Is(err, xpdl.ErrInvalid):
 		return http.StatusUnprocessableEntity, withCode(e, "invalid")
 	case errors.Is(err, engine.ErrUnknownVariable), errors.Is(err, engine.ErrWrongType),
 		errors.Is(err, engine.ErrEmptyProcess), errors.Is(err, engine.ErrAmbiguousProcess):

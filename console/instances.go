@@ -203,6 +203,8 @@ type instanceDetail struct {
 	DiagramError string  `json:"-"`
 	// Open says whether the instance has not ended.
 	Open bool `json:"-"`
+	// Repair is what the repair forms of an open instance need.
+	Repair repairForms `json:"-"`
 }
 
 // detailLimit bounds each list of the instance detail.
@@ -256,6 +258,9 @@ func (h *Handler) instanceView(r *http.Request) (view, error) {
 	d.Diagram, err = h.instanceDiagram(ctx, inst, d.Activities)
 	if err != nil {
 		d.DiagramError = err.Error()
+	}
+	if d.Open {
+		d.Repair = h.repairFormsOf(ctx, inst, d.Activities, d.Variables)
 	}
 	return view{Title: fmt.Sprintf("Instance %d", id), Data: d}, nil
 }

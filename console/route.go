@@ -28,6 +28,8 @@ func (h *Handler) routes(mux *http.ServeMux) {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", static()))
 	h.dashboardRoutes(mux)
 	h.instanceRoutes(mux)
+	h.definitionRoutes(mux)
+	h.repairRoutes(mux)
 }
 
 // unrouted answers a request no route takes with the console's own error
@@ -224,13 +226,22 @@ func readInput(r *http.Request) (*input, error) {
 		}
 		return in, nil
 	case "multipart/form-data":
+		r.Body = http.MaxBytesReader(nil, r.Body, maxUpload)
 		if err := r.ParseMultipartForm(maxUpload); err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return nil, fmt.Errorf("%w: the form is larger than %d bytes", errTooLarge, maxUpload)
+			}
 			return nil, badRequest("malformed form: %v", err)
 		}
 		return &input{form: r.Form}, nil
 	default:
 		r.Body = http.MaxBytesReader(nil, r.Body, maxBody)
 		if err := r.ParseForm(); err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return nil, fmt.Errorf("%w: the form is larger than %d bytes", errTooLarge, maxBody)
+			}
 			return nil, badRequest("malformed form: %v", err)
 		}
 		return &input{form: r.PostForm}, nil
