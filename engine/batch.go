@@ -245,6 +245,13 @@ func (e *Engine) checkBatch(ctx context.Context, req BatchRequest) error {
 // ErrConfig for Op.Data, ErrNotFound for a migration to an unknown
 // deployment) and nothing is started.
 func (e *Engine) StartBatch(ctx context.Context, req BatchRequest) (Batch, error) {
+	a := e.audit(ctx, req.Op, audited{action: AuditBatchStart, kind: TargetBatch})
+	a.detail("%s", req.Action)
+	b, err := e.startBatch(ctx, req, a)
+	return b, a.end(ctx, nil, err)
+}
+
+func (e *Engine) startBatch(ctx context.Context, req BatchRequest, a *auditing) (Batch, error) {
 	if err := e.checkBatch(ctx, req); err != nil {
 		return Batch{}, err
 	}
@@ -280,7 +287,15 @@ func (e *Engine) StartBatch(ctx context.Context, req BatchRequest) (Batch, error
 	if total == 0 {
 		row.State, row.EndedAt = store.BatchCompleted, &now
 	}
-	stored, err := e.store.InsertBatch(ctx, row)
+	a.detail("%s of %d instances", req.Action, total)
+	var stored store.Batch
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		if stored, err = tx.InsertBatch(ctx, row); err != nil {
+			return err
+		}
+		return a.okOn(ctx, tx, idText(stored.ID), 0)
+	})
 	if err != nil {
 		return Batch{}, err
 	}
@@ -389,42 +404,55 @@ func (e *Engine) BatchFailures(ctx context.Context, f BatchFailureFilter) (Batch
 // runner is working on finishes (its instances are counted); nothing
 // after it is done. A finished batch refuses (ErrIllegalState).
 func (e *Engine) CancelBatch(ctx context.Context, id int64, op Op) (Batch, error) {
-	return e.setBatchState(ctx, id, op, "cancel", []string{store.BatchRunning, store.BatchPaused}, store.BatchCancelled)
+	return e.setBatchState(ctx, id, op, AuditBatchCancel, []string{store.BatchRunning, store.BatchPaused}, store.BatchCancelled)
 }
 
 // PauseBatch pauses a Running batch: the chunk a runner is working on
 // finishes, and no runner takes the batch until ResumeBatch. Any other
 // state refuses (ErrIllegalState).
 func (e *Engine) PauseBatch(ctx context.Context, id int64, op Op) (Batch, error) {
-	return e.setBatchState(ctx, id, op, "pause", []string{store.BatchRunning}, store.BatchPaused)
+	return e.setBatchState(ctx, id, op, AuditBatchPause, []string{store.BatchRunning}, store.BatchPaused)
 }
 
 // ResumeBatch lets a Paused batch run again from its cursor. Any other
 // state refuses (ErrIllegalState).
 func (e *Engine) ResumeBatch(ctx context.Context, id int64, op Op) (Batch, error) {
-	b, err := e.setBatchState(ctx, id, op, "resume", []string{store.BatchPaused}, store.BatchRunning)
+	b, err := e.setBatchState(ctx, id, op, AuditBatchResume, []string{store.BatchPaused}, store.BatchRunning)
 	if err == nil && e.batches != nil {
 		e.batches.Now()
 	}
 	return b, err
 }
 
-func (e *Engine) setBatchState(ctx context.Context, id int64, op Op, cmd string, from []string, to string) (Batch, error) {
+// setBatchState is an operator's change of a batch's state, audited as
+// action (whose verb names the command in a refusal).
+func (e *Engine) setBatchState(ctx context.Context, id int64, op Op, action AuditAction, from []string, to string) (Batch, error) {
+	a := e.audit(ctx, op, audited{action: action, kind: TargetBatch, target: idText(id)})
 	if err := op.check(); err != nil {
-		return Batch{}, err
+		return Batch{}, a.end(ctx, nil, err)
 	}
 	note := op.actor("host")
 	if op.Reason != "" {
 		note += ": " + op.Reason
 	}
-	row, err := e.store.SetBatchState(ctx, store.SetBatchStateParams{ID: id, From: from, To: to, Note: note, Now: e.now()})
+	var row store.Batch
+	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		if row, err = tx.SetBatchState(ctx, store.SetBatchStateParams{ID: id, From: from, To: to, Note: note, Now: e.now()}); err != nil {
+			return err
+		}
+		a.detail("%s: %d of %d done", row.Action, row.Done+row.Skipped+row.Failed, row.Total)
+		return a.ok(ctx, tx)
+	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return Batch{}, notFound("batch", id)
+		err = notFound("batch", id)
 	case errors.Is(err, store.ErrConflict):
-		return Batch{}, &wftype.StateError{Subject: "batch", State: row.State, Command: cmd}
-	case err != nil:
-		return Batch{}, err
+		_, cmd, _ := strings.Cut(string(action), ".")
+		err = &wftype.StateError{Subject: "batch", State: row.State, Command: cmd}
+	}
+	if err != nil {
+		return Batch{}, a.end(ctx, nil, err)
 	}
 	return batchOf(row)
 }

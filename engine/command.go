@@ -37,6 +37,13 @@ type StartOptions struct {
 	// Actor is recorded in the audit trail as who started it; default
 	// "host".
 	Actor string
+	// Op, when not nil, makes the start an operator's command (a form of
+	// the console, the CLI): it is written to the audit log (Audit) as
+	// AuditStart whether it succeeds or is refused, Op.Actor is who
+	// started it (Actor when empty), and Op.Reason and Op.Data go into the
+	// history entry of the instance's creation. Starts without an Op (the
+	// host's own, in its business transactions) are not audited.
+	Op *Op
 	// IdempotencyKey, when not empty, makes the start idempotent: the
 	// first start with a key creates the instance, and every later one
 	// returns that instance's id and creates nothing. It is how a host
@@ -103,25 +110,63 @@ func (e *Engine) StartProcessTx(ctx context.Context, tx *gorm.DB, opts StartOpti
 }
 
 func (e *Engine) startProcess(ctx context.Context, hostTx *gorm.DB, opts StartOptions) (int64, error) {
-	if err := opts.checkLock(); err != nil {
-		return 0, err
+	var a *auditing
+	if opts.Op != nil {
+		op := *opts.Op
+		op.Actor = cmp.Or(op.Actor, opts.Actor)
+		opts.Op = &op
+		a = e.audit(ctx, op, audited{action: AuditStart, kind: TargetInstance})
+		a.detail("%s", startedWhat(opts))
+		if err := op.check(); err != nil {
+			return 0, a.end(ctx, hostTx, err)
+		}
 	}
-	id, err := e.startProcessOnce(ctx, hostTx, opts)
+	if err := opts.checkLock(); err != nil {
+		return 0, a.end(ctx, hostTx, err)
+	}
+	id, err := e.startProcessOnce(ctx, hostTx, opts, a)
 	if errors.Is(err, store.ErrDuplicate) && opts.IdempotencyKey != "" && hostTx == nil {
 		// A concurrent start with the same key committed first: this
 		// attempt finds its instance.
-		id, err = e.startProcessOnce(ctx, hostTx, opts)
+		id, err = e.startProcessOnce(ctx, hostTx, opts, a)
 	}
-	return e.lockedStart(ctx, hostTx, opts, id, err)
+	id, err = e.lockedStart(ctx, hostTx, opts, a, id, err)
+	return id, a.end(ctx, hostTx, err)
 }
 
-func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts StartOptions) (int64, error) {
+// startedWhat names the process a start asks for, for its audit entry.
+func startedWhat(opts StartOptions) string {
+	what := "package " + opts.Package
+	if opts.DefinitionID != 0 {
+		what = "deployment " + idText(opts.DefinitionID)
+	}
+	if opts.Process != "" {
+		what += ", process " + opts.Process
+	}
+	if opts.BusinessKey != "" {
+		what += ", business key " + opts.BusinessKey
+	}
+	if opts.IdempotencyKey != "" {
+		what += ", idempotency key " + opts.IdempotencyKey
+	}
+	return what
+}
+
+// startProcessOnce runs a start in one transaction; a (nil when the
+// start is not audited) writes its entry there when it succeeds.
+func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts StartOptions, a *auditing) (int64, error) {
 	actor := opts.Actor
+	if opts.Op != nil {
+		actor = opts.Op.Actor
+	}
 	if actor == "" {
 		actor = "host"
 	}
 	var id int64
 	err := e.transact(ctx, hostTx, actor, func(r *run) error {
+		if opts.Op != nil {
+			r.op = *opts.Op
+		}
 		var dep *deployment
 		var err error
 		switch {
@@ -161,6 +206,9 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		}
 		if opts.IdempotencyKey != "" {
 			found, err := e.startedWithKey(r, opts.IdempotencyKey, dep, proc)
+			if err == nil && found != 0 {
+				err = a.okOn(r.ctx, r.tx, idText(found), found)
+			}
 			if err != nil || found != 0 {
 				id = found
 				return cmp.Or(err, errSkip)
@@ -181,7 +229,7 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		// The new instance's run is the one to write.
 		*r = *child
 		id = r.pi.ID
-		return nil
+		return a.okOn(r.ctx, r.tx, idText(id), id)
 	})
 	if err != nil {
 		return 0, err
@@ -223,7 +271,7 @@ func (e *Engine) Suspend(ctx context.Context, id int64, op Op) error {
 
 // SuspendTx is Suspend inside the host's transaction tx (nil: its own).
 func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64, op Op) error {
-	return e.command(ctx, tx, id, op, func(r *run) error {
+	return e.command(ctx, tx, id, op, audited{action: AuditSuspend}, func(r *run) error {
 		if err := r.setProcess(machine.ProcessSuspend, ""); err != nil {
 			return err
 		}
@@ -243,7 +291,7 @@ func (e *Engine) Resume(ctx context.Context, id int64, op Op) error {
 
 // ResumeTx is Resume inside the host's transaction tx (nil: its own).
 func (e *Engine) ResumeTx(ctx context.Context, tx *gorm.DB, id int64, op Op) error {
-	return e.command(ctx, tx, id, op, func(r *run) error {
+	return e.command(ctx, tx, id, op, audited{action: AuditResume}, func(r *run) error {
 		if err := r.setProcess(machine.ProcessResume, ""); err != nil {
 			return err
 		}
@@ -268,24 +316,35 @@ func (e *Engine) Terminate(ctx context.Context, id int64, op Op) error {
 // TerminateTx is Terminate inside the host's transaction tx (nil: its
 // own).
 func (e *Engine) TerminateTx(ctx context.Context, tx *gorm.DB, id int64, op Op) error {
-	return e.command(ctx, tx, id, op, func(r *run) error { return r.terminate() })
+	return e.command(ctx, tx, id, op, audited{action: AuditTerminate}, func(r *run) error { return r.terminate() })
 }
 
 // command runs an operator command on process instance id: op is
 // checked, then fn runs on the loaded instance in a critical transaction.
-func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, fn func(r *run) error) error {
+// The command is audited as what says (audit.go), on the instance unless
+// what names another target; its entry is written in the transaction
+// when fn succeeds, after it otherwise.
+func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, what audited, fn func(r *run) error) error {
+	if what.kind == "" {
+		what.kind, what.target = TargetInstance, idText(id)
+	}
+	what.instance = id
+	a := e.audit(ctx, op, what)
 	if err := op.check(); err != nil {
-		return err
+		return a.end(ctx, tx, err)
 	}
 	// Process control: the critical lane, never behind application calls;
 	// a batch's commands take a normal one (batch.go).
-	return e.transactAs(ctx, tx, op.actor("host"), !bulk(ctx), func(r *run) error {
+	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), !bulk(ctx), func(r *run) error {
 		r.op = op
 		if err := r.load(id); err != nil {
 			return err
 		}
-		return fn(r)
-	})
+		if err := fn(r); err != nil {
+			return err
+		}
+		return a.ok(r.ctx, r.tx)
+	}))
 }
 
 // mergeTextVariables parses text values by their declared types and adds

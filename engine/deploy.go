@@ -119,7 +119,7 @@ func (e *Engine) DeployPackage(ctx context.Context, pkg *xpdl.Package, src []byt
 
 // deployOne deploys a package alone.
 func (e *Engine) deployOne(ctx context.Context, m member) (Deployment, error) {
-	ds, err := e.deployTogether(ctx, []member{m})
+	ds, err := e.deployTogether(ctx, []member{m}, nil)
 	if err != nil {
 		return Deployment{}, err
 	}

@@ -402,14 +402,16 @@ func (e *Engine) ReleaseLock(ctx context.Context, key LockKey, op Op) error {
 // ReleaseLockTx is ReleaseLock inside the host's transaction tx (nil:
 // its own).
 func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op Op) error {
+	a := e.audit(ctx, op, audited{action: AuditReleaseLock, kind: TargetLock, target: key.BusinessKey})
+	a.detail("%s", key)
 	if err := op.check(); err != nil {
-		return err
+		return a.end(ctx, tx, err)
 	}
 	scope, err := key.scopeKey()
 	if err != nil {
-		return err
+		return a.end(ctx, tx, err)
 	}
-	return e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) error {
+	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) error {
 		r.op = op
 		locks, err := r.tx.LocksForUpdate(r.ctx, key.BusinessKey)
 		if err != nil {
@@ -433,10 +435,13 @@ func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op
 			Actor: r.actor, At: r.now, Data: r.detail(why),
 		})
 		r.record(Record{Type: RecordLockReleased, State: r.pi.State, Detail: why})
-		return r.dropLocks(key.BusinessKey, func(l store.Lock) bool {
+		if err := r.dropLocks(key.BusinessKey, func(l store.Lock) bool {
 			return l.Held && l.ScopeKey == scope && l.ProcessInstanceID == holder
-		}, fmt.Sprintf("got the %s released from process instance %d by %s", key, holder, r.actor))
-	})
+		}, fmt.Sprintf("got the %s released from process instance %d by %s", key, holder, r.actor)); err != nil {
+			return err
+		}
+		return a.okOn(r.ctx, r.tx, key.BusinessKey, holder)
+	}))
 }
 
 // RecordLockReleased is the record of an operator's ReleaseLock, on the
@@ -541,7 +546,7 @@ func (e *Engine) Locks(ctx context.Context, f LockFilter) (LockPage, error) {
 // its lock is another instance's now, or nobody's. The refusal is
 // returned naming the holder as it is now; when nobody holds the lock,
 // the start runs again.
-func (e *Engine) lockedStart(ctx context.Context, hostTx *gorm.DB, opts StartOptions, id int64, err error) (int64, error) {
+func (e *Engine) lockedStart(ctx context.Context, hostTx *gorm.DB, opts StartOptions, a *auditing, id int64, err error) (int64, error) {
 	for try := 0; try < 3; try++ {
 		le, ok := errors.AsType[*LockedError](err)
 		if !ok || hostTx != nil {
@@ -559,7 +564,7 @@ func (e *Engine) lockedStart(ctx context.Context, hostTx *gorm.DB, opts StartOpt
 		if len(rows) > 0 {
 			return 0, &LockedError{Key: le.Key, Holder: rows[0].ProcessInstanceID}
 		}
-		id, err = e.startProcessOnce(ctx, hostTx, opts)
+		id, err = e.startProcessOnce(ctx, hostTx, opts, a)
 	}
 	return id, err
 }

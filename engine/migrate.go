@@ -167,7 +167,7 @@ func (e *Engine) Migrate(ctx context.Context, instance int64, m Migration, op Op
 
 // MigrateTx is Migrate inside the host's transaction tx (nil: its own).
 func (e *Engine) MigrateTx(ctx context.Context, tx *gorm.DB, instance int64, m Migration, op Op) error {
-	return e.command(ctx, tx, instance, op, func(r *run) error {
+	return e.command(ctx, tx, instance, op, audited{action: AuditMigrate}, func(r *run) error {
 		p, err := r.planMigration(m)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/goxpdl/goxpdl/engine/flow"
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -77,7 +78,7 @@ func (e *Engine) MoveInstance(ctx context.Context, instance int64, m Move, op Op
 // MoveInstanceTx is MoveInstance inside the host's transaction tx (nil:
 // its own).
 func (e *Engine) MoveInstanceTx(ctx context.Context, tx *gorm.DB, instance int64, m Move, op Op) error {
-	return e.command(ctx, tx, instance, op, func(r *run) error { return r.move(m, nil) })
+	return e.command(ctx, tx, instance, op, audited{action: AuditMove}, func(r *run) error { return r.move(m, nil) })
 }
 
 // Jump moves a process instance to an activity of its process (free
@@ -89,7 +90,9 @@ func (e *Engine) Jump(ctx context.Context, instance int64, to string, op Op) err
 
 // JumpTx is Jump inside the host's transaction tx (nil: its own).
 func (e *Engine) JumpTx(ctx context.Context, tx *gorm.DB, instance int64, to string, op Op) error {
-	return e.MoveInstanceTx(ctx, tx, instance, Move{CancelAll: true, Start: []string{to}}, op)
+	return e.command(ctx, tx, instance, op, audited{action: AuditJump}, func(r *run) error {
+		return r.move(Move{CancelAll: true, Start: []string{to}}, nil)
+	})
 }
 
 // Rollback moves a process instance back to an activity that completed
@@ -103,7 +106,7 @@ func (e *Engine) Rollback(ctx context.Context, instance int64, to string, op Op)
 
 // RollbackTx is Rollback inside the host's transaction tx (nil: its own).
 func (e *Engine) RollbackTx(ctx context.Context, tx *gorm.DB, instance int64, to string, op Op) error {
-	return e.command(ctx, tx, instance, op, func(r *run) error {
+	return e.command(ctx, tx, instance, op, audited{action: AuditRollback}, func(r *run) error {
 		done, err := r.lastCompleted(to)
 		if err != nil {
 			return err
@@ -129,16 +132,28 @@ func (e *Engine) Withdraw(ctx context.Context, item int64, user string, op Op) e
 
 // WithdrawTx is Withdraw inside the host's transaction tx (nil: its own).
 func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user string, op Op) error {
-	wi, err := e.store.GetWorkItem(ctx, item)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound("work item", item)
-	} else if err != nil {
-		return err
-	}
 	if op.Actor == "" {
 		op.Actor = user
 	}
-	return e.command(ctx, tx, wi.ProcessInstanceID, op, func(r *run) error {
+	what := audited{action: AuditWithdraw, kind: TargetWorkItem, target: idText(item)}
+	// The item is read where the command runs: in the host's transaction
+	// when there is one (a second connection could wait for the one
+	// SQLite writer the host's transaction holds).
+	var st store.Tx = e.store
+	if tx != nil {
+		hs, err := gormstore.New(tx)
+		if err != nil {
+			return err
+		}
+		st = hs
+	}
+	wi, err := st.GetWorkItem(ctx, item)
+	if errors.Is(err, store.ErrNotFound) {
+		return e.audit(ctx, op, what).end(ctx, tx, notFound("work item", item))
+	} else if err != nil {
+		return e.audit(ctx, op, what).end(ctx, tx, err)
+	}
+	return e.command(ctx, tx, wi.ProcessInstanceID, op, what, func(r *run) error {
 		wi, err := r.tx.GetWorkItem(r.ctx, item)
 		if err != nil {
 			return err

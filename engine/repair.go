@@ -28,7 +28,7 @@ func (e *Engine) RetryActivity(ctx context.Context, instance, activity int64, op
 // RetryActivityTx is RetryActivity inside the host's transaction tx (nil:
 // its own).
 func (e *Engine) RetryActivityTx(ctx context.Context, tx *gorm.DB, instance, activity int64, op Op) error {
-	return e.command(ctx, tx, instance, op, func(r *run) error {
+	return e.command(ctx, tx, instance, op, audited{action: AuditRetry, kind: TargetActivity, target: idText(activity)}, func(r *run) error {
 		a, err := r.abnormalActivity(activity, "retry")
 		if err != nil {
 			return err
@@ -70,7 +70,7 @@ func (e *Engine) SkipActivity(ctx context.Context, instance, activity int64, val
 // SkipActivityTx is SkipActivity inside the host's transaction tx (nil:
 // its own).
 func (e *Engine) SkipActivityTx(ctx context.Context, tx *gorm.DB, instance, activity int64, values Values, op Op) error {
-	return e.command(ctx, tx, instance, op, func(r *run) error {
+	return e.command(ctx, tx, instance, op, audited{action: AuditSkip, kind: TargetActivity, target: idText(activity)}, func(r *run) error {
 		a, err := r.abnormalActivity(activity, "skip")
 		if err != nil {
 			return err

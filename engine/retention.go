@@ -229,7 +229,8 @@ func (e *Engine) runRetention(ctx context.Context) {
 // process filter, but they must have ended before opts.Before too); a
 // subflow instance whose parent is still there is never deleted on its
 // own. Op says who purged and why: the deletion is logged with it (the
-// instances' histories go with them). Other nodes purging at the same
+// instances' histories go with them) and written, with the counts, to
+// the audit log (Audit), which is kept. Other nodes purging at the same
 // time take other instances; each instance is deleted and counted once.
 // The report counts what was deleted before an error.
 func (e *Engine) Purge(ctx context.Context, opts PurgeOptions, op Op) (PurgeReport, error) {
@@ -239,14 +240,15 @@ func (e *Engine) Purge(ctx context.Context, opts PurgeOptions, op Op) (PurgeRepo
 // PurgeTx is Purge inside the host's transaction tx: every batch runs in
 // it, and nothing is deleted unless tx commits. A nil tx is Purge.
 func (e *Engine) PurgeTx(ctx context.Context, tx *gorm.DB, opts PurgeOptions, op Op) (PurgeReport, error) {
+	a := e.audit(ctx, op, audited{action: AuditPurge, kind: TargetPackage, target: opts.Package})
 	if err := op.check(); err != nil {
-		return PurgeReport{}, err
+		return PurgeReport{}, a.end(ctx, tx, err)
 	}
 	switch {
 	case opts.Before.IsZero():
-		return PurgeReport{}, fmt.Errorf("%w: PurgeOptions.Before is not set", ErrInvalidPurge)
+		return PurgeReport{}, a.end(ctx, tx, fmt.Errorf("%w: PurgeOptions.Before is not set", ErrInvalidPurge))
 	case opts.BatchSize < 0 || opts.BatchSize > store.MaxPurgeLimit:
-		return PurgeReport{}, fmt.Errorf("%w: PurgeOptions.BatchSize %d, want 1 to %d (0 for the default)", ErrInvalidPurge, opts.BatchSize, store.MaxPurgeLimit)
+		return PurgeReport{}, a.end(ctx, tx, fmt.Errorf("%w: PurgeOptions.BatchSize %d, want 1 to %d (0 for the default)", ErrInvalidPurge, opts.BatchSize, store.MaxPurgeLimit))
 	}
 	rep, err := e.purge(ctx, tx, store.PurgeProcessInstancesParams{
 		States: finalStates, EndedBefore: opts.Before, PackageID: opts.Package, ProcessDefID: opts.Process,
@@ -257,7 +259,12 @@ func (e *Engine) PurgeTx(ctx context.Context, tx *gorm.DB, opts PurgeOptions, op
 			"before", opts.Before, "package", opts.Package, "process", opts.Process,
 			"instances", rep.Instances, "rows", rep.Rows, "err", err)
 	}
-	return rep, err
+	what := "ended before " + opts.Before.UTC().Format(time.RFC3339)
+	if opts.Process != "" {
+		what += ", process " + opts.Process
+	}
+	a.detail("%s: %d instances, %d rows", what, rep.Instances, rep.Rows)
+	return rep, a.after(ctx, tx, err)
 }
 
 // purge deletes batches of params.Limit top-level instances until a

@@ -28,7 +28,7 @@ func (e *Engine) SetVariables(ctx context.Context, instance int64, values Values
 // SetVariablesTx is SetVariables inside the host's transaction tx (nil:
 // its own).
 func (e *Engine) SetVariablesTx(ctx context.Context, tx *gorm.DB, instance int64, values Values, op Op) error {
-	return e.command(ctx, tx, instance, op, func(r *run) error {
+	return e.command(ctx, tx, instance, op, audited{action: AuditSetVariables}, func(r *run) error {
 		if s := r.state(); s == wftype.ProcessCompleted || s == wftype.ProcessTerminated {
 			return &wftype.StateError{Subject: "process", State: r.pi.State, Command: "set variables", Finished: true}
 		}

@@ -47,6 +47,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	}
 	if parent == nil && fired == nil {
 		pi.StartKey, pi.BusinessKey = r0.startKey, r0.businessKey
+		r.op = r0.op // a start command's (StartOptions.Op), for its history
 	}
 	if parent != nil {
 		pi.ParentInstanceID = &parent.instance
@@ -64,6 +65,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	}
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, Subject: store.SubjectProcess, ToState: r.pi.State, Actor: r.actor, At: r.now,
+		Data: r.detail(""),
 	})
 	sc := flow.Scope{Flow: &proc.Flow}
 	starts := startActivities(&proc.Flow, "")

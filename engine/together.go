@@ -81,6 +81,38 @@ type member struct {
 // unless every package is valid and every SubFlow finds its process
 // (*UnknownSubflowError). The Deployments are in the order of srcs.
 func (e *Engine) DeployTogether(ctx context.Context, srcs ...Source) ([]Deployment, error) {
+	ms, err := readSources(srcs)
+	if err != nil {
+		return nil, err
+	}
+	return e.deployTogether(ctx, ms, nil)
+}
+
+// DeployAs is DeployTogether as an operator's command (an upload in the
+// console, the CLI's deploy): it is written to the audit log (Audit) as
+// AuditDeploy, whether it succeeds or is refused, with op's actor,
+// reason and data. Its target is the package of the first source, and
+// its detail the versions the deployment made. The other Deploy methods
+// are the host's own and are not audited.
+func (e *Engine) DeployAs(ctx context.Context, op Op, srcs ...Source) ([]Deployment, error) {
+	a := e.audit(ctx, op, audited{action: AuditDeploy, kind: TargetPackage})
+	if err := op.check(); err != nil {
+		return nil, a.end(ctx, nil, err)
+	}
+	ms, err := readSources(srcs)
+	if err != nil {
+		return nil, a.end(ctx, nil, err)
+	}
+	a.target(TargetPackage, ms[0].pkg.ID)
+	ds, err := e.deployTogether(ctx, ms, a)
+	return ds, a.end(ctx, nil, err)
+}
+
+// readSources reads the packages of srcs (none: xpdl.ErrInvalid).
+func readSources(srcs []Source) ([]member, error) {
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("%w: deploy: no packages", xpdl.ErrInvalid)
+	}
 	ms := make([]member, 0, len(srcs))
 	for i, s := range srcs {
 		name := s.File
@@ -93,7 +125,7 @@ func (e *Engine) DeployTogether(ctx context.Context, srcs ...Source) ([]Deployme
 		}
 		ms = append(ms, member{pkg: pkg, src: s.XPDL, file: baseName(s.File)})
 	}
-	return e.deployTogether(ctx, ms)
+	return ms, nil
 }
 
 // DeployFiles deploys the XPDL files at paths, with every package they
@@ -138,7 +170,7 @@ func (e *Engine) DeployFiles(ctx context.Context, paths ...string) ([]Deployment
 			return nil, err
 		}
 	}
-	ds, err := e.deployTogether(ctx, ms)
+	ds, err := e.deployTogether(ctx, ms, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -176,8 +208,9 @@ func referenced(pkg *xpdl.Package) []*xpdl.Package {
 }
 
 // deployTogether validates, rewrites and checks the packages, then stores
-// them in one transaction, the first as the group of the others.
-func (e *Engine) deployTogether(ctx context.Context, ms []member) ([]Deployment, error) {
+// them in one transaction, the first as the group of the others; a (nil
+// when the deployment is not audited) writes its entry there.
+func (e *Engine) deployTogether(ctx context.Context, ms []member, a *auditing) ([]Deployment, error) {
 	if len(ms) == 0 {
 		return nil, fmt.Errorf("%w: deploy: no packages", xpdl.ErrInvalid)
 	}
@@ -249,7 +282,16 @@ func (e *Engine) deployTogether(ctx context.Context, ms []member) ([]Deployment,
 				return fmt.Errorf("deploy %s: %w", d.pkg.ID, err)
 			}
 		}
-		return nil
+		if a == nil {
+			return nil
+		}
+		versions := make([]string, len(stored))
+		for i, d := range stored {
+			versions[i] = fmt.Sprintf("%s version %d (deployment %d)", d.def.PackageID, d.def.Version, d.def.ID)
+		}
+		made := *a // the versions this attempt made, not a later refusal's
+		made.detail("%s", strings.Join(versions, ", "))
+		return made.ok(ctx, tx)
 	})
 	if err != nil {
 		return nil, err

@@ -390,6 +390,14 @@ type Tx interface {
 	// which is the order it was written in.
 	ListHistory(ctx context.Context, params ListHistoryParams) ([]HistoryEntry, error)
 
+	// InsertAudit appends an entry to the audit log (store/audit.go); its
+	// ID is ignored. Inside a transaction it may be held back like
+	// InsertHistory (see Flush).
+	InsertAudit(ctx context.Context, entry AuditEntry) error
+	// ListAudit returns the audit entries matching the filter, newest
+	// first (ID descending).
+	ListAudit(ctx context.Context, params ListAuditParams) ([]AuditEntry, error)
+
 	// Flush sends the writes a transaction still holds back, and returns
 	// the first of their errors. Inside a transaction a store may hold
 	// back writes whose callers want no result (history, the processed

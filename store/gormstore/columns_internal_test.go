@@ -29,6 +29,7 @@ func TestPlainInsertColumnsMatchTheirModels(t *testing.T) {
 		{activityInstanceModel{}, activityInstanceColumns},
 		{historyModel{}, historyColumns},
 		{processInstanceModel{}, processInstanceColumns},
+		{auditModel{}, auditColumns},
 	} {
 		sch, err := schema.Parse(tc.model, &sync.Map{}, schema.NamingStrategy{})
 		require.NoError(t, err)

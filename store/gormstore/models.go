@@ -351,6 +351,7 @@ var allModels = []any{
 	&batchFailureModel{},
 	&lockModel{},
 	&lockKeyModel{},
+	&auditModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through

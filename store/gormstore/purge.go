@@ -32,6 +32,12 @@ var purgeTables = []string{
 	tableBatchFailures, // a batch's record of a skipped or failed instance goes with it (its counts stay)
 }
 
+// keptTables name process instances (in an instance_id column) without
+// belonging to them, and keep their rows when the instances are purged:
+// the audit log of operator commands outlives what it audits, as an
+// audit trail must (docs/operations.md, "Audit").
+var keptTables = []string{tableAudit}
+
 // purgeChunk is the most ids one IN list of a purge carries.
 const purgeChunk = 500
 
