@@ -330,8 +330,8 @@ type deployResult struct {
 }
 
 // deploy deploys the uploaded files ("file", one or more) as one
-// deployment (engine.DeployTogether): all or none.
-func (h *Handler) deploy(ctx context.Context, r *http.Request, _ *input, _ engine.Op) (any, error) {
+// deployment (engine.DeployAs: DeployTogether, audited): all or none.
+func (h *Handler) deploy(ctx context.Context, r *http.Request, _ *input, op engine.Op) (any, error) {
 	if r.MultipartForm == nil {
 		return nil, badRequest(`upload the definitions as multipart/form-data, each in a "file" field`)
 	}
@@ -358,7 +358,7 @@ func (h *Handler) deploy(ctx context.Context, r *http.Request, _ *input, _ engin
 		}
 		srcs = append(srcs, engine.Source{File: fh.Filename, XPDL: b})
 	}
-	deps, err := h.eng.DeployTogether(ctx, srcs...)
+	deps, err := h.eng.DeployAs(ctx, op, srcs...)
 	if err != nil {
 		return nil, err
 	}
@@ -382,7 +382,7 @@ func (h *Handler) start(ctx context.Context, r *http.Request, in *input, op engi
 	if err != nil {
 		return nil, err
 	}
-	opts := engine.StartOptions{DefinitionID: dep.ID, Actor: op.Actor,
+	opts := engine.StartOptions{DefinitionID: dep.ID, Actor: op.Actor, Op: &op,
 		BusinessKey:    strings.TrimSpace(in.str("business_key")),
 		IdempotencyKey: strings.TrimSpace(in.str("idempotency_key")),
 	}

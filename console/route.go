@@ -27,6 +27,7 @@ const maxUpload = 16 << 20
 func (h *Handler) routes(mux *http.ServeMux) {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", static()))
 	h.dashboardRoutes(mux)
+	h.auditRoutes(mux)
 	h.instanceRoutes(mux)
 	h.definitionRoutes(mux)
 	h.repairRoutes(mux)
