@@ -64,6 +64,10 @@ type instanceList struct {
 	States []wftype.ProcessState `json:"-"`
 	// Causes lists the incident causes to offer.
 	Causes []engine.IncidentCause `json:"-"`
+	// BulkQuery is the filter as a query ("?state=Running", or ""), for
+	// the bulk actions' forms (bulk.go); BulkActions the actions offered.
+	BulkQuery   string               `json:"-"`
+	BulkActions []engine.BatchAction `json:"-"`
 }
 
 // processStates are the process states a filter offers.
@@ -81,7 +85,10 @@ func (h *Handler) instancesView(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	out := instanceList{Instances: page.Instances, States: processStates, Causes: engine.IncidentCauses}
+	out := instanceList{Instances: page.Instances, States: processStates, Causes: engine.IncidentCauses, BulkActions: bulkActions}
+	if q := filterQuery(r.URL.Query()); len(q) > 0 {
+		out.BulkQuery = "?" + q.Encode()
+	}
 	if page.Next != 0 {
 		out.Next = strconv.FormatInt(page.Next, 10)
 		out.NextPage = nextPage("/instances", r.URL.Query(), out.Next)
