@@ -68,8 +68,12 @@ func (h *Handler) bulkInstances(ctx context.Context, r *http.Request, in *input,
 		return nil, err
 	}
 	q := filterQuery(r.URL.Query())
+	query := ""
+	if len(q) > 0 {
+		query = "?" + q.Encode()
+	}
 	req := bulkRequest{Action: act, Scope: strings.TrimSpace(in.str("scope")), Nav: "instances",
-		Confirm: r.URL.Path + "?" + q.Encode(), Back: "/instances?" + q.Encode()}
+		Confirm: r.URL.Path + query, Back: "/instances" + query}
 	switch req.Scope {
 	case "filter":
 		if req.Filter, err = instanceFilter(q); err != nil {

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -163,18 +164,20 @@ func nextPage(path string, q url.Values, cursor string) string {
 
 func queryInt(q url.Values, name string) (int, error) {
 	n, err := queryInt64(q, name)
+	if err == nil && n > math.MaxInt32 {
+		return 0, badRequest("%s %d is too large", name, n)
+	}
 	return int(n), err
 }
 
+// queryInt64 reads a query parameter as a number that is not negative
+// (an id or a cursor); 0 when absent.
 func queryInt64(q url.Values, name string) (int64, error) {
 	s := strings.TrimSpace(q.Get(name))
 	if s == "" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	if name == "definition" || name == "parent" || name == "after" {
-		n, err = strconv.ParseInt(s, 10, 64)
-	}
+	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
 		return 0, badRequest("%s %q is not a number", name, s)
 	}

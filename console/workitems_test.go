@@ -140,7 +140,8 @@ func TestWorkItemList(t *testing.T) {
 		assert.Equal(t, both, itemIDs(t, f.get("/api/workitems?state=all")))
 		assert.Equal(t, []int64{review.ID}, itemIDs(t, f.get("/api/workitems?state=Completed")))
 
-		for _, bad := range []string{"overdue=maybe", "state=done", "user=a&role=b", "instance=x", "limit=-1", "after=-2"} {
+		assert.Equal(t, []int64{}, itemIDs(t, f.get("/api/workitems?instance=3000000000")), "ids are 64-bit")
+		for _, bad := range []string{"overdue=maybe", "state=done", "user=a&role=b", "instance=x", "limit=-1", "after=-2", "limit=3000000000"} {
 			res := f.get("/api/workitems?" + bad)
 			assert.Equal(t, http.StatusBadRequest, res.status, "%s: %s", bad, res.body)
 			assert.Equal(t, "bad_request", decode[apiErr](t, res).Error.Code)
