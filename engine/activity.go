@@ -165,6 +165,7 @@ func (r *run) startWaiting(a *act) error {
 	case isLoop(a):
 		err = r.startLoop(a)
 	case IsManual(def):
+		a.dueAt = plan.due()
 		err = r.offer(a)
 	case def.Kind == xpdl.ActivitySubFlow:
 		err = r.startSubflow(a)
@@ -234,7 +235,7 @@ func (r *run) offer(a *act) error {
 	item := store.WorkItem{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID,
 		Name: a.def.Name, State: string(workitem.Offered), Performer: performer, Assignees: assignees,
-		Priority: priority(a.def.Priority), CreatedAt: r.now, UpdatedAt: r.now,
+		Priority: priority(a.def.Priority), DueAt: a.dueAt, CreatedAt: r.now, UpdatedAt: r.now,
 	}
 	wi, err := r.tx.InsertWorkItem(r.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: assignees})
 	if err != nil {

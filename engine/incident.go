@@ -165,6 +165,22 @@ func (e *Engine) Incidents(ctx context.Context, f IncidentFilter) (IncidentPage,
 	return page, nil
 }
 
+// Incident returns one incident, open or resolved (ErrNotFound when there
+// is none).
+func (e *Engine) Incident(ctx context.Context, id int64) (Incident, error) {
+	row, err := e.store.GetIncident(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Incident{}, notFound("incident", id)
+	} else if err != nil {
+		return Incident{}, err
+	}
+	inc := incidentOf(row)
+	if pi, err := e.store.GetProcessInstance(ctx, row.ProcessInstanceID); err == nil {
+		inc.Process = pi.ProcessDefID
+	}
+	return inc, nil
+}
+
 // IncidentCounts counts the open incidents by cause.
 func (e *Engine) IncidentCounts(ctx context.Context) (map[IncidentCause]int64, error) {
 	counts, err := e.store.CountIncidents(ctx, []string{store.IncidentOpen})

@@ -112,6 +112,10 @@ type act struct {
 	// assignTo, when set, is the only user a manual activity is offered
 	// to (a rollback or withdraw gives the work back to who did it).
 	assignTo string
+	// dueAt, for a manual activity about to be offered, is when its work
+	// should be done: its first deadline or its limit (the work item's
+	// DueAt); nil when it has neither.
+	dueAt *time.Time
 	// key names the activity instance across attempts of one
 	// transaction: "#ID" for one created before the run; for one the run
 	// creates, its scope's key, its definition id and how many of them

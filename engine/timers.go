@@ -93,6 +93,20 @@ func movesOn(t store.Timer) bool {
 // activity Abnormal instead of half started.
 type timedWork []store.Timer
 
+// due is when the work of an activity with these timers should be done:
+// its first deadline or its limit, whichever comes first; nil when it has
+// neither.
+func (w timedWork) due() *time.Time {
+	var due *time.Time
+	for _, t := range w {
+		if (t.Kind == timerDeadline || t.Kind == timerLimit) && (due == nil || t.DueAt.Before(*due)) {
+			at := t.DueAt
+			due = &at
+		}
+	}
+	return due
+}
+
 // hasTimers reports whether instances of def can have timers: a
 // deadline, a limit, a reminder policy, a boundary timer, or being a
 // timer event.

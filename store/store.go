@@ -503,6 +503,8 @@ type ListProcessInstancesParams struct {
 	// OpenIncidentCause, when not empty, keeps only instances with an
 	// open incident of that cause.
 	OpenIncidentCause string
+	// IDs, when not empty, keeps only the instances with these ids.
+	IDs []int64
 }
 
 // UpdateActivityInstanceParams are the arguments of
@@ -614,6 +616,15 @@ type ListWorkItemsParams struct {
 	// Performer, when not empty, keeps only items of that performer
 	// (the participant the item is offered or assigned to).
 	Performer string
+	// ActivityDefID, when not empty, keeps only items of that XPDL
+	// activity.
+	ActivityDefID string
+	// DueBefore, when not nil, keeps only items with a DueAt before it.
+	DueBefore *time.Time
+	// VisibleTo, when not nil, keeps only the items in that principal's
+	// worklist: the open items offered to it and held by nobody, and, for
+	// a user, the open items they hold (UpdateWorkItemParams.VisibleTo).
+	VisibleTo *Principal
 }
 
 // MaxWorklistLimit is the largest ListWorklistParams.Limit.
