@@ -37,6 +37,7 @@ func TestDocsSession(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the session failed:\n%s", out)
 	require.Contains(t, string(out), `"ticket": "T-17"`, "the audit shows the data given with the suspend")
+	require.Contains(t, string(out), `"count": 1`, "the bulk action counts before it acts")
 	f.idle()
 	require.Equal(t, "Completed", f.state(1), "the jump to Archive finished the instance")
 }
