@@ -279,7 +279,7 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	if typ := processRecord[to]; typ != "" {
 		r.record(Record{Type: typ, State: string(to), Error: diagnosis})
 	}
-	if outcome := instanceOutcome[to]; outcome != "" {
+	if outcome := instanceOutcome[to]; outcome != "" && r.e.observer != nil {
 		o := InstanceFinished{Package: r.packageID(), Process: r.pi.ProcessDefID, Version: r.version(), Instance: r.pi.ID,
 			Outcome: outcome, Duration: r.e.clock.Now().Sub(r.pi.CreatedAt)}
 		r.note(func(obs Observer) { obs.InstanceFinished(o) })
