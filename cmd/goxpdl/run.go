@@ -40,6 +40,8 @@ var commands = append([]command{
 	{name: "history", summary: "print the audit trail of an instance", usage: historyUsage, runFunc: runHistory},
 	{name: "migrate", summary: "move running instances to another version of their package", usage: migrateUsage, runFunc: runMigrate},
 	{name: "workitems", summary: "list work items; claim, complete, reassign, withdraw one", usage: workitemsUsage, runFunc: runWorkitems},
+	{name: "serve", summary: "run the engine with the administration console, its API and metrics", usage: serveUsage, runFunc: runServe},
+	{name: "users", summary: "add, remove and list the users of goxpdl serve", usage: usersUsage, runFunc: runUsers},
 	{name: "recover", summary: "recover a database after a crash and run its pending work", usage: recoverUsage, runFunc: runRecover},
 	{name: "bench", summary: "measure the engine's throughput on a database", usage: benchUsage, runFunc: runBench},
 	{name: "version", summary: "print the version of goxpdl and of the Go it was built with", usage: versionUsage, runFunc: runVersion},
