@@ -389,6 +389,7 @@ func (r *run) complete(a *act, exception string) error {
 	if r.skipping == a {
 		cmd, why = machine.ActivitySkip, "skipped by "+r.actor // an operator completes it without running it
 	}
+	a.raised = exception != ""
 	if err := r.setActivity(a, cmd, why); err != nil {
 		return err
 	}
@@ -707,7 +708,7 @@ func (r *run) callTools(a *act) (exception string, err error) {
 					ErrNotRetried, app.ID, a.def.ID)
 			}
 		}
-		out, err := callSafely(r.ctx, b.fn, call)
+		out, err := r.call(b.fn, call)
 		if err != nil {
 			if exc, ok := errors.AsType[*ApplicationException](err); ok {
 				return exc.Name, nil
@@ -734,6 +735,28 @@ func (r *run) callTools(a *act) (exception string, err error) {
 		}
 	}
 	return "", nil
+}
+
+// call calls an application or hook function, observing how long it
+// took and how it ended.
+func (r *run) call(fn ApplicationFunc, call *Call) (map[string]any, error) {
+	if r.e.observer == nil {
+		return callSafely(r.ctx, fn, call)
+	}
+	began := r.e.clock.Now()
+	out, err := callSafely(r.ctx, fn, call)
+	o := ApplicationCalled{
+		Application: call.Application, ToolAgentClass: call.ToolAgentClass, Hook: call.Hook, Process: r.pi.ProcessDefID,
+		Activity: call.ActivityID, Instance: call.ProcessInstanceID, ActivityInstance: call.ActivityInstanceID,
+		Duration: r.e.clock.Now().Sub(began), Result: CallOK,
+	}
+	if _, ok := errors.AsType[*ApplicationException](err); ok {
+		o.Result = CallException
+	} else if err != nil {
+		o.Result = CallError
+	}
+	r.called(o)
+	return out, err
 }
 
 // callSafely calls an application, turning a panic into a fatal error.

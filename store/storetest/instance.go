@@ -266,11 +266,11 @@ func (h *harness) testProcessInstances(t *testing.T) {
 
 		// Open incidents by cause: a resolved incident does not count.
 		ai := newActivityInstance(t, b, p2.ID, "Charge")
-		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p2.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "application", Error: "boom", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p2.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "application", Error: "boom", LastFailureAt: t0})
 		require.NoError(t, err)
-		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p3.ID, Cause: "locking", Error: "lost", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p3.ID, Cause: "locking", Error: "lost", LastFailureAt: t0})
 		require.NoError(t, err)
-		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p4.ID, Cause: "application", Error: "boom", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p4.ID, Cause: "application", Error: "boom", LastFailureAt: t0})
 		require.NoError(t, err)
 		_, err = b.s.ResolveIncidents(b.ctx, store.ResolveIncidentsParams{ProcessInstanceID: p4.ID, At: t0, By: "alice", Resolution: "retried"})
 		require.NoError(t, err)
