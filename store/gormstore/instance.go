@@ -16,25 +16,54 @@ import (
 
 // InsertProcessInstance implements store.Tx.
 func (s *Store) InsertProcessInstance(ctx context.Context, inst store.ProcessInstance) (store.ProcessInstance, error) {
-	done, err := s.writing(ctx)
+	out, err := s.InsertProcessInstances(ctx, []store.ProcessInstance{inst})
 	if err != nil {
 		return store.ProcessInstance{}, err
 	}
-	defer done()
-	if err := errors.Join(
-		requireTime("insert process instance: created at", inst.CreatedAt),
-		requireTime("insert process instance: updated at", inst.UpdatedAt),
-	); err != nil {
-		return store.ProcessInstance{}, err
+	return out[0], nil
+}
+
+// InsertProcessInstances implements store.Tx: multi-row INSERTs of at
+// most batchSize rows, and the change of the counts per state
+// (counts.go), in one transaction.
+func (s *Store) InsertProcessInstances(ctx context.Context, insts []store.ProcessInstance) ([]store.ProcessInstance, error) {
+	if len(insts) == 0 {
+		return nil, nil
 	}
-	m := processInstanceFromRow(inst)
-	m.ID = 0
-	m.Version = 1
-	ms := []processInstanceModel{m}
+	ms := make([]processInstanceModel, len(insts))
+	deltas := countDeltas{}
+	for i, inst := range insts {
+		if err := errors.Join(
+			requireTime("insert process instance: created at", inst.CreatedAt),
+			requireTime("insert process instance: updated at", inst.UpdatedAt),
+		); err != nil {
+			return nil, err
+		}
+		ms[i] = processInstanceFromRow(inst)
+		ms[i].ID = 0
+		ms[i].Version = 1
+		deltas.add(inst.DefinitionID, inst.ProcessDefID, inst.State, 1)
+	}
+	if !s.inTx() {
+		var out []store.ProcessInstance
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			out, err = tx.InsertProcessInstances(ctx, insts)
+			return err
+		})
+		return out, err
+	}
 	if err := insertModels(ctx, s, tableProcessInstances, processInstanceColumns, ms, processInstanceModel.values, func(m *processInstanceModel, id int64) { m.ID = id }); err != nil {
-		return store.ProcessInstance{}, wrap(err, "insert process instance")
+		return nil, wrap(err, "insert %d process instances", len(insts))
 	}
-	return ms[0].row(), nil
+	if err := s.recordCounts(ctx, deltas); err != nil {
+		return nil, err
+	}
+	out := make([]store.ProcessInstance, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
 }
 
 // GetProcessInstance implements store.Tx.
@@ -46,18 +75,52 @@ func (s *Store) GetProcessInstance(ctx context.Context, id int64) (store.Process
 	return m.row(), nil
 }
 
-// UpdateProcessInstance implements store.Tx.
+// UpdateProcessInstance implements store.Tx. A change of state moves
+// the instance from one count per state to another (counts.go), in the
+// same transaction.
 func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdateProcessInstanceParams) (int64, error) {
 	if err := requireTime("update process instance: updated at", params.UpdatedAt); err != nil {
 		return 0, err
 	}
-	return s.updateVersioned(ctx, tableProcessInstances, "process instance", params.ID, params.ExpectedVersion, map[string]any{
+	if !s.inTx() {
+		var v int64
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			v, err = tx.UpdateProcessInstance(ctx, params)
+			return err
+		})
+		return v, err
+	}
+	from := params.FromState
+	if from == "" {
+		var states []string
+		if err := s.db.WithContext(ctx).Table(tableProcessInstances).Where("id = ? AND version = ?", params.ID, params.ExpectedVersion).
+			Pluck("state", &states).Error; err != nil {
+			return 0, wrap(err, "update process instance %d", params.ID)
+		}
+		if len(states) == 1 {
+			from = states[0]
+		}
+	}
+	v, err := s.updateVersioned(ctx, tableProcessInstances, "process instance", params.ID, params.ExpectedVersion, map[string]any{
 		"state":      params.State,
 		"diagnosis":  params.Diagnosis,
 		"tokens":     dbBytes(params.Tokens),
 		"updated_at": dbTime(params.UpdatedAt),
 		"ended_at":   dbTimePtr(params.EndedAt),
 	})
+	if err != nil || from == params.State || from == "" {
+		// No row at ExpectedVersion: updateVersioned failed, or fails
+		// when a pipelined transaction sends it.
+		return v, err
+	}
+	if err := s.recordCountOf(ctx, params.ID, v, from, -1); err != nil {
+		return 0, err
+	}
+	if err := s.recordCountOf(ctx, params.ID, v, params.State, 1); err != nil {
+		return 0, err
+	}
+	return v, nil
 }
 
 // updateVersioned is the optimistic update of process and activity
@@ -108,7 +171,47 @@ func (s *Store) updateVersioned(ctx context.Context, table, what string, id, exp
 
 // ListProcessInstances implements store.Tx.
 func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProcessInstancesParams) ([]store.ProcessInstance, error) {
-	q := s.db.WithContext(ctx).Order("id")
+	q, err := s.instancesQuery(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	switch params.Order {
+	case store.OrderIDDesc:
+		q = q.Order("id DESC")
+	case store.OrderCreated:
+		q = q.Order("created_at, id")
+	case store.OrderCreatedDesc:
+		q = q.Order("created_at DESC, id DESC")
+	default:
+		q = q.Order("id")
+	}
+	if params.Limit > 0 {
+		q = q.Limit(params.Limit)
+	}
+	var ms []processInstanceModel
+	if err := q.Find(&ms).Error; err != nil {
+		return nil, wrap(err, "list process instances")
+	}
+	out := make([]store.ProcessInstance, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
+}
+
+// instancesQuery is the query of the process instances params selects,
+// their cursor included, without order or limit.
+func (s *Store) instancesQuery(ctx context.Context, params store.ListProcessInstancesParams) (*gorm.DB, error) {
+	if !slices.Contains(store.InstanceOrders, params.Order) {
+		return nil, fmt.Errorf("list process instances: unknown order %q", params.Order)
+	}
+	if params.AfterCreatedAt != nil && !params.Order.Created() {
+		return nil, fmt.Errorf("list process instances: AfterCreatedAt in order %q", params.Order)
+	}
+	if params.AfterID != 0 && params.Order.Created() && params.AfterCreatedAt == nil {
+		return nil, fmt.Errorf("list process instances: AfterID %d without AfterCreatedAt in order %q", params.AfterID, params.Order)
+	}
+	q := s.db.WithContext(ctx).Model(&processInstanceModel{})
 	if len(params.States) > 0 {
 		q = q.Where("state IN ?", params.States)
 	}
@@ -118,7 +221,20 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 	if params.ParentInstanceID != 0 {
 		q = q.Where("parent_instance_id = ?", params.ParentInstanceID)
 	}
-	if params.AfterID != 0 {
+	switch {
+	case params.AfterCreatedAt != nil:
+		// The keyset (created_at, id) after the cursor, written so that
+		// both databases see the range of created_at it starts (MySQL
+		// does not range-scan a row comparison (a, b) > (x, y)).
+		at := dbTime(*params.AfterCreatedAt)
+		if params.Order.Desc() {
+			q = q.Where("created_at <= ? AND (created_at < ? OR id < ?)", at, at, params.AfterID)
+		} else {
+			q = q.Where("created_at >= ? AND (created_at > ? OR id > ?)", at, at, params.AfterID)
+		}
+	case params.AfterID != 0 && params.Order.Desc():
+		q = q.Where("id < ?", params.AfterID)
+	case params.AfterID != 0:
 		q = q.Where("id > ?", params.AfterID)
 	}
 	if params.StartKey != "" {
@@ -151,39 +267,13 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 		q = q.Where("created_at < ?", dbTime(*params.CreatedBefore))
 	}
 	if params.OpenIncidentCause != "" {
-		q = q.Where("EXISTS (SELECT 1 FROM "+tableIncidents+" i WHERE i.process_instance_id = "+
-			tableProcessInstances+".id AND i.state = ? AND i.cause = ?)", store.IncidentOpen, params.OpenIncidentCause)
+		// IN, not EXISTS: both databases can then start from
+		// goxpdl_incidents_cause, which holds the few instances of the
+		// cause, rather than probe the incidents for every instance.
+		q = q.Where("id IN (SELECT i.process_instance_id FROM "+tableIncidents+" i WHERE i.state = ? AND i.cause = ?)",
+			store.IncidentOpen, params.OpenIncidentCause)
 	}
-	if params.Limit > 0 {
-		q = q.Limit(params.Limit)
-	}
-	var ms []processInstanceModel
-	if err := q.Find(&ms).Error; err != nil {
-		return nil, wrap(err, "list process instances")
-	}
-	out := make([]store.ProcessInstance, len(ms))
-	for i := range ms {
-		out[i] = ms[i].row()
-	}
-	return out, nil
-}
-
-// CountProcessInstancesByState implements store.Tx.
-func (s *Store) CountProcessInstancesByState(ctx context.Context) (map[string]int64, error) {
-	var rows []struct {
-		State string
-		N     int64
-	}
-	err := s.db.WithContext(ctx).Model(&processInstanceModel{}).
-		Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error
-	if err != nil {
-		return nil, wrap(err, "count process instances by state")
-	}
-	out := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		out[r.State] = r.N
-	}
-	return out, nil
+	return q, nil
 }
 
 // InsertActivityInstances implements store.Tx.
