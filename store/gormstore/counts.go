@@ -168,10 +168,13 @@ func (s *Store) CountProcessInstancesByDefinition(ctx context.Context) (map[int6
 	return out, nil
 }
 
-// FoldInstanceCounts implements store.Tx. On MySQL the deltas it folds
-// are locked (SKIP LOCKED: two folds at once take different ones) and
-// the totals are upserted in key order, so that two folds never
-// deadlock.
+// FoldInstanceCounts implements store.Tx. On MySQL it locks the deltas
+// it folds, from the first: a second fold waits for the first to commit
+// and then folds what is left. Folds run one at a time, so that their
+// upserts of the totals never deadlock (two multi-row INSERT … ON
+// DUPLICATE KEY UPDATE can, whatever their order); the engine's
+// transactions that append deltas meanwhile are not held up (READ
+// COMMITTED takes no gap locks).
 func (s *Store) FoldInstanceCounts(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("fold instance counts: limit %d, want > 0", limit)
@@ -180,7 +183,7 @@ func (s *Store) FoldInstanceCounts(ctx context.Context, limit int) (int, error) 
 	err := s.atomic(ctx, func(db *gorm.DB) error {
 		q := db.Order("id").Limit(limit)
 		if s.dialect == store.DialectMySQL {
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 		}
 		var deltas []instanceCountDeltaModel
 		if err := q.Find(&deltas).Error; err != nil {
@@ -212,7 +215,11 @@ func (s *Store) FoldInstanceCounts(ctx context.Context, limit int) (int, error) 
 			}
 		}
 		folded = len(deltas)
-		return db.Where("n = 0").Delete(&instanceCountModel{}).Error
+		defs := make([]int64, 0, len(sums))
+		for k := range sums {
+			defs = append(defs, k.definition)
+		}
+		return db.Where("n = 0 AND definition_id IN ?", defs).Delete(&instanceCountModel{}).Error
 	})
 	if err != nil {
 		return 0, wrap(err, "fold instance counts")

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Batch", h.testBatches)
 	t.Run("Lock", h.testLocks)
 	t.Run("Purge", h.testPurge)
+	t.Run("Counts", h.testCounts)
 }
 
 type harness struct {
