@@ -171,6 +171,23 @@ func (s *Store) updateVersioned(ctx context.Context, table, what string, id, exp
 
 // ListProcessInstances implements store.Tx.
 func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProcessInstancesParams) ([]store.ProcessInstance, error) {
+	q, err := s.listQuery(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	var ms []processInstanceModel
+	if err := q.Find(&ms).Error; err != nil {
+		return nil, wrap(err, "list process instances")
+	}
+	out := make([]store.ProcessInstance, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
+}
+
+// listQuery is the query of ListProcessInstances.
+func (s *Store) listQuery(ctx context.Context, params store.ListProcessInstancesParams) (*gorm.DB, error) {
 	q, err := s.instancesQuery(ctx, params)
 	if err != nil {
 		return nil, err
@@ -188,15 +205,7 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
 	}
-	var ms []processInstanceModel
-	if err := q.Find(&ms).Error; err != nil {
-		return nil, wrap(err, "list process instances")
-	}
-	out := make([]store.ProcessInstance, len(ms))
-	for i := range ms {
-		out[i] = ms[i].row()
-	}
-	return out, nil
+	return q, nil
 }
 
 // instancesQuery is the query of the process instances params selects,
