@@ -99,7 +99,7 @@ type DatabaseInfo struct {
 // OverviewCountCap is where Overview stops counting events and timers:
 // counting reads every row counted, and past this many the exact number
 // matters less than the page staying fast.
-const OverviewCountCap = 100_000
+const OverviewCountCap = 10_000
 
 // Overview reads the dashboard's figures. The counts per state and
 // definition come from counts the store keeps with every change of an
