@@ -111,7 +111,7 @@ func (s *Store) recordCountOf(ctx context.Context, id, version int64, state stri
 		where += " AND `version` = ?"
 		args = append(args, version)
 	}
-	query := "INSERT INTO `" + tableInstanceCountDeltas + "` (`definition_id`,`process_def_id`,`state`,`n`) " +
+	query := s.statementVerb("INSERT", tableInstanceCountDeltas) + " INTO `" + tableInstanceCountDeltas + "` (`definition_id`,`process_def_id`,`state`,`n`) " +
 		"SELECT `definition_id`, `process_def_id`, " + stateExpr + ", ? FROM `" + tableProcessInstances + "` WHERE " + where
 	return s.write(ctx, queuedWrite{what: fmt.Sprintf("count process instance %d", id), query: query, args: args})
 }

@@ -394,9 +394,10 @@ func (s *Store) statementVerb(verb, table string) string {
 
 // failFastTables are the tables statementVerb may write with OR FAIL:
 // the engine appends to them on every step, and they have no unique key
-// a caller could expect to collide with (history IDs are generated;
-// activity instance IDs are generated or reserved by the transaction).
-var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances: true}
+// a caller could expect to collide with (history and count delta IDs are
+// generated; activity instance IDs are generated or reserved by the
+// transaction).
+var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances: true, tableInstanceCountDeltas: true}
 
 // requireTime rejects the zero time, which MySQL in strict mode refuses
 // and SQLite would keep: a zero timestamp is a caller that forgot its
