@@ -218,26 +218,70 @@ func (h *harness) testCounts(t *testing.T) {
 
 	t.Run("Orders", func(t *testing.T) {
 		b := h.setup(t)
-		def := newDefinition(t, b)
-		// Start times out of id order, with ties.
-		offsets := []int{5, 3, 3, 9, 0, 3, 7, 1, 9, 2}
-		insert := func(offsets []int) []store.ProcessInstance {
-			rows := make([]store.ProcessInstance, len(offsets))
-			for i, o := range offsets {
-				rows[i] = store.ProcessInstance{
-					DefinitionID: def.ID, ProcessDefID: "main", State: "Running",
-					CreatedAt: at(time.Duration(o) * time.Second), UpdatedAt: t0,
-				}
+		defs := []store.Definition{newDefinition(t, b), newDefinition(t, b)} // versions 1 and 2 of "pkg"
+		// Start times out of id order, with ties, in two definitions and
+		// three states.
+		offsets := []int{5, 3, 3, 9, 0, 3, 7, 1, 9, 2, 4, 3, 8, 0}
+		rows := make([]store.ProcessInstance, len(offsets))
+		for i, o := range offsets {
+			rows[i] = store.ProcessInstance{
+				DefinitionID: defs[i%2].ID, ProcessDefID: "main", State: []string{"Running", "Suspended", "Completed"}[i%3],
+				CreatedAt: at(time.Duration(o) * time.Second), UpdatedAt: t0,
 			}
-			out, err := b.s.InsertProcessInstances(b.ctx, rows)
-			require.NoError(t, err)
-			return out
 		}
-		insert(offsets)
-		for _, order := range store.InstanceOrders {
-			t.Run(string(order), func(t *testing.T) {
-				all, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{Order: order})
+		_, err := b.s.InsertProcessInstances(b.ctx, rows)
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			order  store.InstanceOrder
+			filter store.ListProcessInstancesParams
+		}{
+			{store.OrderID, store.ListProcessInstancesParams{}},
+			{store.OrderIDDesc, store.ListProcessInstancesParams{}},
+			{store.OrderCreated, store.ListProcessInstancesParams{}},
+			{store.OrderCreatedDesc, store.ListProcessInstancesParams{}},
+			// Several definitions and states: a union of index walks.
+			{store.OrderIDDesc, store.ListProcessInstancesParams{PackageID: "pkg", States: []string{"Running", "Suspended"}}},
+			{store.OrderCreated, store.ListProcessInstancesParams{PackageID: "pkg"}},
+			{store.OrderCreatedDesc, store.ListProcessInstancesParams{PackageVersion: 2, States: []string{"Completed", "Running"}}},
+			{store.OrderID, store.ListProcessInstancesParams{PackageID: "pkg", DefinitionID: defs[0].ID}},
+			{store.OrderID, store.ListProcessInstancesParams{PackageID: "none"}},
+		} {
+			order := tc.order
+			t.Run(fmt.Sprintf("%s %+v", order, tc.filter), func(t *testing.T) {
+				params := tc.filter
+				params.Order = order
+				all, err := b.s.ListProcessInstances(b.ctx, params)
 				require.NoError(t, err)
+				var want []int64
+				for _, pi := range all {
+					want = append(want, pi.ID)
+				}
+				var walked []int64
+				plain := store.ListProcessInstancesParams{Order: order}
+				for {
+					page, err := b.s.ListProcessInstances(b.ctx, plain)
+					require.NoError(t, err)
+					for _, pi := range page {
+						inDef := tc.filter.DefinitionID == 0 || pi.DefinitionID == tc.filter.DefinitionID
+						inPkg := tc.filter.PackageID == "" || tc.filter.PackageID == "pkg"
+						inVersion := tc.filter.PackageVersion == 0 || pi.DefinitionID == defs[tc.filter.PackageVersion-1].ID
+						if inDef && inPkg && inVersion && (len(tc.filter.States) == 0 || slices.Contains(tc.filter.States, pi.State)) {
+							walked = append(walked, pi.ID)
+						}
+					}
+					if len(page) == 0 {
+						break
+					}
+					last := page[len(page)-1]
+					plain.AfterID = last.ID
+					if order.Created() {
+						plain.AfterCreatedAt = &last.CreatedAt
+					}
+				}
+				require.Equal(t, walked, want, "the filter keeps the rows it should, in order")
+				if tc.filter.PackageID == "none" {
+					require.Empty(t, want)
+				}
 				require.True(t, slices.IsSortedFunc(all, func(x, y store.ProcessInstance) int {
 					c := cmp.Compare(x.ID, y.ID)
 					if order.Created() {
@@ -250,7 +294,7 @@ func (h *harness) testCounts(t *testing.T) {
 				}), "rows in order %q", order)
 				// Pages of three by keyset give the same rows.
 				var paged []store.ProcessInstance
-				params := store.ListProcessInstancesParams{Order: order, Limit: 3}
+				params.Limit = 3
 				for {
 					page, err := b.s.ListProcessInstances(b.ctx, params)
 					require.NoError(t, err)
