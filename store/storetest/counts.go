@@ -252,11 +252,11 @@ func (h *harness) testCounts(t *testing.T) {
 				params.Order = order
 				all, err := b.s.ListProcessInstances(b.ctx, params)
 				require.NoError(t, err)
-				var want []int64
+				var got []int64
 				for _, pi := range all {
-					want = append(want, pi.ID)
+					got = append(got, pi.ID)
 				}
-				var walked []int64
+				var want []int64
 				plain := store.ListProcessInstancesParams{Order: order}
 				for {
 					page, err := b.s.ListProcessInstances(b.ctx, plain)
@@ -266,7 +266,7 @@ func (h *harness) testCounts(t *testing.T) {
 						inPkg := tc.filter.PackageID == "" || tc.filter.PackageID == "pkg"
 						inVersion := tc.filter.PackageVersion == 0 || pi.DefinitionID == defs[tc.filter.PackageVersion-1].ID
 						if inDef && inPkg && inVersion && (len(tc.filter.States) == 0 || slices.Contains(tc.filter.States, pi.State)) {
-							walked = append(walked, pi.ID)
+							want = append(want, pi.ID)
 						}
 					}
 					if len(page) == 0 {
@@ -278,9 +278,9 @@ func (h *harness) testCounts(t *testing.T) {
 						plain.AfterCreatedAt = &last.CreatedAt
 					}
 				}
-				require.Equal(t, walked, want, "the filter keeps the rows it should, in order")
+				require.Equal(t, want, got, "the filter keeps the rows it should, in order")
 				if tc.filter.PackageID == "none" {
-					require.Empty(t, want)
+					require.Empty(t, got)
 				}
 				require.True(t, slices.IsSortedFunc(all, func(x, y store.ProcessInstance) int {
 					c := cmp.Compare(x.ID, y.ID)
