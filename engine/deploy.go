@@ -218,6 +218,24 @@ func (e *Engine) Deployments(ctx context.Context) ([]Deployment, error) {
 	return out, nil
 }
 
+// DefinitionSource returns one deployed version and the XPDL it was
+// deployed from, as written (before the engine's rewrite): what a console
+// shows and draws. An unknown id is a *NotFoundError (ErrNotFound).
+func (e *Engine) DefinitionSource(ctx context.Context, id int64) (Deployment, []byte, error) {
+	def, err := e.store.GetDefinition(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Deployment{}, nil, notFound("definition", id)
+		}
+		return Deployment{}, nil, err
+	}
+	d, err := e.parsed(def)
+	if err != nil {
+		return Deployment{}, nil, err
+	}
+	return d.public(), def.Source, nil
+}
+
 // MainProcess returns the process of pkg that starts by default: the only
 // process, or the only one that no other process of the package uses as a
 // subflow. With several candidates it returns an error naming them.

@@ -66,7 +66,7 @@ type fileReport struct {
 	// Error says why the file could not be read; it is set only then.
 	Error string `json:"error,omitempty"`
 	// Explain is the rewritten model, with --explain for a valid file.
-	Explain *explanation `json:"explain,omitempty"`
+	Explain *xpdl.Explanation `json:"explain,omitempty"`
 }
 
 // validateReport is the JSON output of "goxpdl validate --json".
@@ -131,7 +131,8 @@ func runValidate(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			b.WriteByte('\n')
 		}
 		if r.Explain != nil {
-			writeExplanation(&b, r.File, r.Explain)
+			fmt.Fprintf(&b, "%s: rewritten model\n", r.File)
+			b.WriteString(r.Explain.Text())
 		}
 		if writeOut(stdout, stderr, b.String(), exitOK) != exitOK {
 			return exitUsage
@@ -187,12 +188,12 @@ func validateDeployment(files []string, explain bool) ([]fileReport, []*xpdl.Pac
 		if !problems.HasErrors() {
 			rewritten, steps, err := xpdl.Rewrite(pkg)
 			if err != nil {
-				problems = append(problems, rewriteProblems(err)...)
+				problems = append(problems, xpdl.RewriteProblems(err)...)
 				slices.SortStableFunc(problems, func(a, b xpdl.Problem) int {
 					return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 				})
 			} else if explain {
-				reports[i].Explain = explainModel(rewritten, steps)
+				reports[i].Explain = xpdl.Explain(rewritten, steps)
 			}
 		}
 		reports[i].Problems = problems

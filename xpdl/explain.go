@@ -1,40 +1,45 @@
-package main
+package xpdl
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/goxpdl/goxpdl/xpdl"
 )
 
-// explanation is what "goxpdl validate --explain" shows of a valid file:
-// the model the engine runs, after xpdl.Rewrite, and the rewrites made.
-// It is also the JSON form of a file's "explain".
-type explanation struct {
-	Processes []explainedProcess `json:"processes"`
-	Rewrites  []xpdl.RewriteStep `json:"rewrites"`
+// Explanation is the model the engine runs, after Rewrite, with the
+// rewrites made: what "goxpdl validate --explain" prints (Text) and
+// writes as JSON, and what the console shows of a deployed version.
+type Explanation struct {
+	Processes []ExplainedProcess `json:"processes"`
+	Rewrites  []RewriteStep      `json:"rewrites"`
 }
 
-type explainedProcess struct {
-	ID        string `json:"id"`
-	Generated bool   `json:"generated"`
-	explainedFlow
-	ActivitySets []explainedSet `json:"activitySets,omitempty"`
-}
-
-type explainedSet struct {
+// ExplainedProcess is one process of an Explanation.
+type ExplainedProcess struct {
 	ID string `json:"id"`
-	explainedFlow
+	// Generated marks a process Rewrite generated (an extracted race).
+	Generated bool `json:"generated"`
+	ExplainedFlow
+	ActivitySets []ExplainedSet `json:"activitySets,omitempty"`
 }
 
-type explainedFlow struct {
-	Activities  []explainedActivity   `json:"activities"`
-	Transitions []explainedTransition `json:"transitions"`
+// ExplainedSet is one activity set of an ExplainedProcess.
+type ExplainedSet struct {
+	ID string `json:"id"`
+	ExplainedFlow
 }
 
-type explainedActivity struct {
+// ExplainedFlow is the activities and transitions of a process's top
+// level or of an activity set, in document order (generated ones where
+// Rewrite put them).
+type ExplainedFlow struct {
+	Activities  []ExplainedActivity   `json:"activities"`
+	Transitions []ExplainedTransition `json:"transitions"`
+}
+
+// ExplainedActivity is one activity as the engine runs it.
+type ExplainedActivity struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
 	// Calls is the process a SubFlow activity starts, or the activity
@@ -52,7 +57,8 @@ type explainedActivity struct {
 	Generated         bool `json:"generated"`
 }
 
-type explainedTransition struct {
+// ExplainedTransition is one transition as the engine runs it.
+type ExplainedTransition struct {
 	ID   string `json:"id"`
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -61,29 +67,30 @@ type explainedTransition struct {
 	Condition string `json:"condition,omitempty"`
 }
 
-// explainModel describes a rewritten package.
-func explainModel(pkg *xpdl.Package, steps []xpdl.RewriteStep) *explanation {
-	e := &explanation{Processes: make([]explainedProcess, 0, len(pkg.Processes)), Rewrites: steps}
+// Explain describes a rewritten package: rewritten and steps are what
+// Rewrite returned.
+func Explain(rewritten *Package, steps []RewriteStep) *Explanation {
+	e := &Explanation{Processes: make([]ExplainedProcess, 0, len(rewritten.Processes)), Rewrites: steps}
 	if e.Rewrites == nil {
-		e.Rewrites = []xpdl.RewriteStep{} // "rewrites": [] rather than null
+		e.Rewrites = []RewriteStep{} // "rewrites": [] rather than null
 	}
-	for _, p := range pkg.Processes {
-		ep := explainedProcess{ID: p.ID, Generated: p.IsGenerated(), explainedFlow: explainFlow(&p.Flow)}
+	for _, p := range rewritten.Processes {
+		ep := ExplainedProcess{ID: p.ID, Generated: p.IsGenerated(), ExplainedFlow: explainFlow(&p.Flow)}
 		for _, s := range p.ActivitySets {
-			ep.ActivitySets = append(ep.ActivitySets, explainedSet{ID: s.ID, explainedFlow: explainFlow(&s.Flow)})
+			ep.ActivitySets = append(ep.ActivitySets, ExplainedSet{ID: s.ID, ExplainedFlow: explainFlow(&s.Flow)})
 		}
 		e.Processes = append(e.Processes, ep)
 	}
 	return e
 }
 
-func explainFlow(f *xpdl.Flow) explainedFlow {
-	ef := explainedFlow{
-		Activities:  make([]explainedActivity, 0, len(f.Activities)),
-		Transitions: make([]explainedTransition, 0, len(f.Transitions)),
+func explainFlow(f *Flow) ExplainedFlow {
+	ef := ExplainedFlow{
+		Activities:  make([]ExplainedActivity, 0, len(f.Activities)),
+		Transitions: make([]ExplainedTransition, 0, len(f.Transitions)),
 	}
 	for _, a := range f.Activities {
-		ea := explainedActivity{
+		ea := ExplainedActivity{
 			ID: a.ID, Kind: string(a.Kind),
 			Join: string(a.Join.Type), JoinImplicit: a.Join.Implicit,
 			Split: string(a.Split.Type), SplitImplicit: a.Split.Implicit,
@@ -99,7 +106,7 @@ func explainFlow(f *xpdl.Flow) explainedFlow {
 		ef.Activities = append(ef.Activities, ea)
 	}
 	for _, t := range f.Transitions {
-		et := explainedTransition{ID: t.ID, From: t.From, To: t.To}
+		et := ExplainedTransition{ID: t.ID, From: t.From, To: t.To}
 		if c := t.Condition; c != nil {
 			et.Condition = string(c.Type)
 			if x := strings.Join(strings.Fields(c.Expression.Text), " "); x != "" {
@@ -111,25 +118,33 @@ func explainFlow(f *xpdl.Flow) explainedFlow {
 	return ef
 }
 
-// rewriteProblems turns the refusals of xpdl.Rewrite into problems.
-func rewriteProblems(err error) xpdl.Problems {
+// RewriteProblems turns an error of Rewrite into problems, so that a
+// refused rewrite is reported with the validator's findings: a
+// *RaceRegionError as its Problem (code "race-region"), several joined
+// with errors.Join as one each.
+func RewriteProblems(err error) Problems {
+	if err == nil {
+		return nil
+	}
 	if joined, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // the list of errors.Join
-		var out xpdl.Problems
+		var out Problems
 		for _, e := range joined.Unwrap() {
-			out = append(out, rewriteProblems(e)...)
+			out = append(out, RewriteProblems(e)...)
 		}
 		return out
 	}
-	var race *xpdl.RaceRegionError
+	var race *RaceRegionError
 	if errors.As(err, &race) {
-		return xpdl.Problems{race.Problem()}
+		return Problems{race.Problem()}
 	}
 	// Rewrite documents no other error; should one come, it still makes
 	// the file invalid.
-	return xpdl.Problems{{Severity: xpdl.SeverityError, Code: "rewrite", Message: err.Error()}}
+	return Problems{{Severity: SeverityError, Code: "rewrite", Message: err.Error()}}
 }
 
-// writeExplanation writes the text form of an explanation of file:
+// Text is the explanation as "goxpdl validate --explain" prints it after
+// its "FILE: rewritten model" line: per process its activities and
+// transitions as two aligned tables, then each rewrite with its reason:
 //
 //	process "main"
 //	  activities:
@@ -141,23 +156,23 @@ func rewriteProblems(err error) xpdl.Problems {
 //	rewrites:
 //	  1. race in process "main": reason
 //	     activities: ...; transitions: ...; generated: ...
-func writeExplanation(b *strings.Builder, file string, e *explanation) {
-	fmt.Fprintf(b, "%s: rewritten model\n", file)
+func (e *Explanation) Text() string {
+	var b strings.Builder
 	for _, p := range e.Processes {
-		fmt.Fprintf(b, "process %q", p.ID)
+		fmt.Fprintf(&b, "process %q", p.ID)
 		if p.Generated {
 			b.WriteString(" (generated)")
 		}
 		b.WriteByte('\n')
-		writeFlow(b, "  ", p.explainedFlow)
+		writeFlow(&b, "  ", p.ExplainedFlow)
 		for _, s := range p.ActivitySets {
-			fmt.Fprintf(b, "  activity set %q\n", s.ID)
-			writeFlow(b, "    ", s.explainedFlow)
+			fmt.Fprintf(&b, "  activity set %q\n", s.ID)
+			writeFlow(&b, "    ", s.ExplainedFlow)
 		}
 	}
 	if len(e.Rewrites) == 0 {
 		b.WriteString("rewrites: none; the model runs as written\n")
-		return
+		return b.String()
 	}
 	b.WriteString("rewrites:\n")
 	for i, r := range e.Rewrites {
@@ -165,14 +180,15 @@ func writeExplanation(b *strings.Builder, file string, e *explanation) {
 		if r.ActivitySet != "" {
 			where = fmt.Sprintf("activity set %q of %s", r.ActivitySet, where)
 		}
-		fmt.Fprintf(b, "  %d. %s in %s: %s\n", i+1, r.Kind, where, r.Reason)
-		fmt.Fprintf(b, "     activities: %s; transitions: %s; generated: %s\n",
+		fmt.Fprintf(&b, "  %d. %s in %s: %s\n", i+1, r.Kind, where, r.Reason)
+		fmt.Fprintf(&b, "     activities: %s; transitions: %s; generated: %s\n",
 			strings.Join(r.Activities, ", "), strings.Join(r.Transitions, ", "), strings.Join(r.Generated, ", "))
 	}
+	return b.String()
 }
 
 // writeFlow writes a flow's activities and transitions as two tables.
-func writeFlow(b *strings.Builder, indent string, f explainedFlow) {
+func writeFlow(b *strings.Builder, indent string, f ExplainedFlow) {
 	acts := [][]string{{"ID", "KIND", "JOIN", "SPLIT", "REENTRANT"}}
 	for _, a := range f.Activities {
 		kind := a.Kind
@@ -189,7 +205,7 @@ func writeFlow(b *strings.Builder, indent string, f explainedFlow) {
 		if !a.ReentrantDeclared {
 			reentrant += " (default)"
 		}
-		acts = append(acts, []string{a.ID, kind, gateway(a.Join, a.JoinImplicit), gateway(a.Split, a.SplitImplicit), reentrant})
+		acts = append(acts, []string{a.ID, kind, gatewayCell(a.Join, a.JoinImplicit), gatewayCell(a.Split, a.SplitImplicit), reentrant})
 	}
 	trans := [][]string{{"ID", "FROM", "TO", "CONDITION"}}
 	for _, t := range f.Transitions {
@@ -228,9 +244,9 @@ func writeTable(b *strings.Builder, indent string, rows [][]string) {
 	}
 }
 
-// gateway is a join or split in the table: its type, marked when
+// gatewayCell is a join or split in the table: its type, marked when
 // implicit, "-" for none.
-func gateway(typ string, implicit bool) string {
+func gatewayCell(typ string, implicit bool) string {
 	switch {
 	case typ == "":
 		return "-"

@@ -1,0 +1,144 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// The browser tests drive the console in a real headless Chromium:
+// Debian's chromium package (installed by .ci/run), never a browser
+// downloaded at run time. Where it is absent they skip and say why,
+// unless GOXPDL_REQUIRE_BROWSER is set (CI sets it), when they fail.
+
+// chromiumPath is where Debian installs Chromium; GOXPDL_CHROMIUM
+// overrides it.
+func chromiumPath() string {
+	if p := os.Getenv("GOXPDL_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// newBrowser starts a headless Chromium with a fresh profile for one
+// test and returns the context its actions run in; it is closed when the
+// test ends. JavaScript confirmations (hx-confirm) are accepted.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromiumPath()
+	if _, err := os.Stat(exe); err != nil {
+		if os.Getenv("GOXPDL_REQUIRE_BROWSER") != "" {
+			t.Fatalf("GOXPDL_REQUIRE_BROWSER is set but Chromium is not at %s (apt-get install chromium): %v", exe, err)
+		}
+		t.Skipf("browser test skipped: Chromium is not installed at %s (apt-get install chromium, or set GOXPDL_CHROMIUM)", exe)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelBrowser()
+		cancelAlloc()
+	})
+	// Listen's fn must not run commands itself: it hands the dialog to a
+	// goroutine that ends with the test's context.
+	dialogs := make(chan struct{}, 8)
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			select {
+			case dialogs <- struct{}{}:
+			default:
+			}
+		}
+	}), "starting Chromium")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-dialogs:
+				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancelTimeout()
+		<-done
+	})
+	return ctx
+}
+
+// screenshot saves the page as NAME.png in GOXPDL_SCREENSHOTS, when it
+// names a directory (docs/console.md shows those taken with it set to
+// docs/console).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("GOXPDL_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+// waitText waits until the element sel shows text. It asks again after
+// a navigation (a form's POST and redirect), which chromedp's Poll does
+// not survive.
+func waitText(sel, text string) chromedp.Action[chromedp.Void] {
+	expr := `(() => { const e = document.querySelector(` + jsString(sel) + `); return !!e && e.textContent.includes(` + jsString(text) + `); })()`
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		tick := time.NewTicker(100 * time.Millisecond) //nolint:forbidigo // the browser runs on the real clock
+		defer tick.Stop()
+		for {
+			if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr)); err == nil && ok {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %q in %s: %w", text, sel, ctx.Err())
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b := []byte{'"'}
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b = append(b, '\\', byte(r))
+		case '\n':
+			b = append(b, '\\', 'n')
+		default:
+			b = append(b, string(r)...)
+		}
+	}
+	return string(append(b, '"'))
+}
