@@ -251,7 +251,8 @@ type Engine struct {
 	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
 	batches     *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
 	retention   *retention
-	folder      *timer.Periodic // folds the instance counts (overview.go)
+	folder      *timer.Periodic        // folds the instance counts (overview.go)
+	dbVersion   atomic.Pointer[string] // the server's version, once read (overview.go)
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.

@@ -147,10 +147,23 @@ func (e *Engine) Overview(ctx context.Context) (Overview, error) {
 	if o.Nodes, err = e.Nodes(ctx); err != nil {
 		return Overview{}, err
 	}
-	if o.Database.Version, err = e.store.ServerVersion(ctx); err != nil {
+	if o.Database.Version, err = e.serverVersion(ctx); err != nil {
 		return Overview{}, err
 	}
 	return o, nil
+}
+
+// serverVersion is the database server's version, read once.
+func (e *Engine) serverVersion(ctx context.Context) (string, error) {
+	if v := e.dbVersion.Load(); v != nil {
+		return *v, nil
+	}
+	v, err := e.store.ServerVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	e.dbVersion.Store(&v)
+	return v, nil
 }
 
 // definitionCounts are the instance counts per deployment and process.

@@ -257,8 +257,8 @@ func (s *Store) CountProcessInstances(ctx context.Context, params store.ListProc
 }
 
 // CountProcessInstancesPerMinute implements store.Tx with two grouped
-// range scans: of goxpdl_process_instances_created for the starts, of
-// goxpdl_process_instances_ended for the ends. The minute is the text of
+// range scans in one statement: of goxpdl_process_instances_created for
+// the starts, of goxpdl_process_instances_ended for the ends. The minute is the text of
 // the time up to its minutes ("2006-01-02 15:04"): SQLite keeps times as
 // text in that layout, MySQL formats its DATETIME so.
 func (s *Store) CountProcessInstancesPerMinute(ctx context.Context, params store.CountPerMinuteParams) ([]store.MinuteCount, error) {
@@ -269,20 +269,17 @@ func (s *Store) CountProcessInstancesPerMinute(ctx context.Context, params store
 		}
 		return "substr(" + col + ", 1, 16)"
 	}
-	var started, ended []struct {
+	var rows []struct {
 		Minute string
-		State  string
+		State  string // "" for the starts
 		N      int64
 	}
 	db := s.db.WithContext(ctx)
-	err := db.Model(&processInstanceModel{}).Select(minute("created_at")+" AS minute, COUNT(*) AS n").
-		Where("created_at >= ? AND created_at < ?", from, to).Group("minute").Scan(&started).Error
-	if err == nil {
-		err = db.Model(&processInstanceModel{}).Select(minute("ended_at")+" AS minute, state, COUNT(*) AS n").
-			Where("state IN ? AND ended_at >= ? AND ended_at < ?", finalProcessStates, from, to).
-			Group("minute, state").Scan(&ended).Error
-	}
-	if err != nil {
+	started := db.Model(&processInstanceModel{}).Select(minute("created_at")+" AS minute, '' AS state, COUNT(*) AS n").
+		Where("created_at >= ? AND created_at < ?", from, to).Group("minute")
+	ended := db.Model(&processInstanceModel{}).Select(minute("ended_at")+" AS minute, state, COUNT(*) AS n").
+		Where("state IN ? AND ended_at >= ? AND ended_at < ?", finalProcessStates, from, to).Group("minute, state")
+	if err := db.Raw("SELECT * FROM (?) AS s UNION ALL SELECT * FROM (?) AS e", started, ended).Scan(&rows).Error; err != nil {
 		return nil, wrap(err, "count process instances per minute")
 	}
 	byMinute := map[string]*store.MinuteCount{}
@@ -298,19 +295,16 @@ func (s *Store) CountProcessInstancesPerMinute(ctx context.Context, params store
 		byMinute[text] = m
 		return m, nil
 	}
-	for _, r := range started {
+	for _, r := range rows {
 		m, err := get(r.Minute)
 		if err != nil {
 			return nil, err
 		}
-		m.Started += r.N
-	}
-	for _, r := range ended {
-		m, err := get(r.Minute)
-		if err != nil {
-			return nil, err
+		if r.State == "" {
+			m.Started += r.N
+		} else {
+			m.Ended[r.State] += r.N
 		}
-		m.Ended[r.State] += r.N
 	}
 	out := make([]store.MinuteCount, 0, len(byMinute))
 	for _, k := range slices.Sorted(maps.Keys(byMinute)) {
@@ -350,29 +344,22 @@ func (s *Store) EventBacklog(ctx context.Context, limit int64) (store.EventBackl
 }
 
 // CountPendingTimers implements store.Tx with two range scans of
-// goxpdl_timers_due.
+// goxpdl_timers_due in one statement.
 func (s *Store) CountPendingTimers(ctx context.Context, params store.CountTimersParams) (store.TimerCounts, error) {
 	if params.DueBy.IsZero() {
 		return store.TimerCounts{}, errors.New("count pending timers: DueBy is the zero time")
 	}
 	db := s.db.WithContext(ctx)
-	count := func(due bool) (int64, error) {
-		sub := db.Model(&timerModel{}).Select("1").Where("state = ?", store.TimerPending)
-		if due {
-			sub = sub.Where("due_at <= ?", dbTime(params.DueBy))
-		}
+	pending := func() *gorm.DB {
+		q := db.Model(&timerModel{}).Select("1").Where("state = ?", store.TimerPending)
 		if params.Limit > 0 {
-			sub = sub.Limit(int(params.Limit))
+			q = q.Limit(int(params.Limit))
 		}
-		var n int64
-		err := db.Raw("SELECT COUNT(*) FROM (?) t", sub).Scan(&n).Error
-		return n, err
+		return q
 	}
 	var c store.TimerCounts
-	var err error
-	if c.Due, err = count(true); err == nil {
-		c.Pending, err = count(false)
-	}
+	err := db.Raw("SELECT (SELECT COUNT(*) FROM (?) AS d) AS due, (SELECT COUNT(*) FROM (?) AS p) AS pending",
+		pending().Where("due_at <= ?", dbTime(params.DueBy)), pending()).Scan(&c).Error
 	if err != nil {
 		return store.TimerCounts{}, wrap(err, "count pending timers")
 	}
