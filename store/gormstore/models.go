@@ -71,7 +71,10 @@ func (definitionModel) TableName() string { return tableDefinitions }
 //   - goxpdl_process_instances_definition (definition_id, and the id
 //     every index ends with) and _definition_created (definition_id,
 //     created_at, id): by definition (a package or version is the set
-//     of its definitions);
+//     of its definitions); _definition_state (definition_id, state, id):
+//     by definition and state (without it MariaDB intersects the
+//     definition's and the state's indexes and sorts what both hold:
+//     0.3 s at a million instances);
 //   - goxpdl_process_instances_created (created_at, id): unfiltered in
 //     start order, and started between two times;
 //   - goxpdl_process_instances_business_key, _parent: few rows each;
@@ -81,12 +84,12 @@ func (definitionModel) TableName() string { return tableDefinitions }
 // search for instances that ended before a cutoff (purge.go) and the
 // count of those that ended per minute (counts.go).
 type processInstanceModel struct {
-	ID               int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_process_instances_state,priority:2;index:goxpdl_process_instances_created,priority:2;index:goxpdl_process_instances_state_created,priority:3;index:goxpdl_process_instances_definition_created,priority:3"`
-	DefinitionID     int64      `gorm:"column:definition_id;not null;index:goxpdl_process_instances_definition;index:goxpdl_process_instances_definition_created,priority:1"`
+	ID               int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_process_instances_state,priority:2;index:goxpdl_process_instances_created,priority:2;index:goxpdl_process_instances_state_created,priority:3;index:goxpdl_process_instances_definition_created,priority:3;index:goxpdl_process_instances_definition_state,priority:3"`
+	DefinitionID     int64      `gorm:"column:definition_id;not null;index:goxpdl_process_instances_definition;index:goxpdl_process_instances_definition_created,priority:1;index:goxpdl_process_instances_definition_state,priority:1"`
 	ProcessDefID     string     `gorm:"column:process_def_id;size:255;not null"`
 	ParentInstanceID *int64     `gorm:"column:parent_instance_id;index:goxpdl_process_instances_parent"`
 	ParentActivityID *int64     `gorm:"column:parent_activity_id"`
-	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1;index:goxpdl_process_instances_ended,priority:1;index:goxpdl_process_instances_state_created,priority:1"`
+	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1;index:goxpdl_process_instances_ended,priority:1;index:goxpdl_process_instances_state_created,priority:1;index:goxpdl_process_instances_definition_state,priority:2"`
 	Version          int64      `gorm:"column:version;not null"`
 	Diagnosis        string     `gorm:"column:diagnosis;type:text;not null"`
 	Tokens           []byte     `gorm:"column:tokens"`

@@ -97,6 +97,8 @@ func TestConsoleQueriesUseTheirIndexes(t *testing.T) {
 			[]string{"USING INDEX goxpdl_process_instances_definition (definition_id=?)"}, true},
 		{"definition by start", list(store.ListProcessInstancesParams{DefinitionID: 3, Order: store.OrderCreated}),
 			[]string{"USING INDEX goxpdl_process_instances_definition_created (definition_id=?)"}, true},
+		{"definition and state by id", list(store.ListProcessInstancesParams{DefinitionID: 3, States: running, Order: store.OrderIDDesc}),
+			[]string{"USING INDEX goxpdl_process_instances_definition_state (definition_id=? AND state=?)"}, true},
 		{"package", func() error {
 			for range 2 {
 				if _, err := s.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", Source: []byte("<Package/>"), CreatedAt: at}); err != nil {
