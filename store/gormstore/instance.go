@@ -208,7 +208,8 @@ func (s *Store) listQuery(ctx context.Context, params store.ListProcessInstances
 	case err != nil:
 		return nil, err
 	case len(branches) == 1:
-		q, err = s.instancesQuery(ctx, branches[0])
+		params = branches[0]
+		q, err = s.instancesQuery(ctx, params)
 		if err != nil {
 			return nil, err
 		}
@@ -225,6 +226,14 @@ func (s *Store) listQuery(ctx context.Context, params store.ListProcessInstances
 		}
 		return s.db.WithContext(ctx).Raw("SELECT * FROM ("+strings.Join(parts, " UNION ALL ")+") AS u ORDER BY "+order+" LIMIT ?",
 			append(args, params.Limit)...), nil
+	}
+	if (params.CreatedFrom != nil || params.CreatedBefore != nil) && !params.Order.Created() {
+		// Started between, by id: the ids of the page come from the
+		// start-time index alone (sorting ids, not rows: MariaDB sorted
+		// the rows of a day, 35,000 at a million instances, in 0.5 s),
+		// and only the page's rows are read.
+		ids := q.Select("id").Order(order).Limit(params.Limit)
+		return s.db.WithContext(ctx).Model(&processInstanceModel{}).Where("id IN (SELECT id FROM (?) AS page)", ids).Order(order), nil
 	}
 	return q.Order(order).Limit(params.Limit), nil
 }

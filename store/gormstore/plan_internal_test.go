@@ -120,6 +120,8 @@ func TestConsoleQueriesUseTheirIndexes(t *testing.T) {
 			[]string{"USING INDEX goxpdl_process_instances_business_key (business_key=?)"}, false},
 		{"started between by start", list(store.ListProcessInstancesParams{CreatedFrom: &at, CreatedBefore: &later, Order: store.OrderCreatedDesc}),
 			[]string{"USING INDEX goxpdl_process_instances_created (created_at>? AND created_at<?)"}, true},
+		{"started between by id", list(store.ListProcessInstancesParams{CreatedFrom: &at, CreatedBefore: &later, Order: store.OrderIDDesc}),
+			[]string{"USING COVERING INDEX goxpdl_process_instances_created (created_at>? AND created_at<?) && SEARCH goxpdl_process_instances USING INTEGER PRIMARY KEY (rowid=?)"}, false},
 		{"incident cause", list(store.ListProcessInstancesParams{OpenIncidentCause: "application", Order: store.OrderIDDesc}),
 			[]string{"USING COVERING INDEX goxpdl_incidents_cause (state=? AND cause=?)"}, false},
 		{"parent", list(store.ListProcessInstancesParams{ParentInstanceID: 7}),

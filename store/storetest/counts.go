@@ -232,22 +232,26 @@ func (h *harness) testCounts(t *testing.T) {
 		_, err := b.s.InsertProcessInstances(b.ctx, rows)
 		require.NoError(t, err)
 		for _, tc := range []struct {
+			name   string
 			order  store.InstanceOrder
 			filter store.ListProcessInstancesParams
 		}{
-			{store.OrderID, store.ListProcessInstancesParams{}},
-			{store.OrderIDDesc, store.ListProcessInstancesParams{}},
-			{store.OrderCreated, store.ListProcessInstancesParams{}},
-			{store.OrderCreatedDesc, store.ListProcessInstancesParams{}},
+			{"all by id", store.OrderID, store.ListProcessInstancesParams{}},
+			{"all by id desc", store.OrderIDDesc, store.ListProcessInstancesParams{}},
+			{"all by start", store.OrderCreated, store.ListProcessInstancesParams{}},
+			{"all by start desc", store.OrderCreatedDesc, store.ListProcessInstancesParams{}},
 			// Several definitions and states: a union of index walks.
-			{store.OrderIDDesc, store.ListProcessInstancesParams{PackageID: "pkg", States: []string{"Running", "Suspended"}}},
-			{store.OrderCreated, store.ListProcessInstancesParams{PackageID: "pkg"}},
-			{store.OrderCreatedDesc, store.ListProcessInstancesParams{PackageVersion: 2, States: []string{"Completed", "Running"}}},
-			{store.OrderID, store.ListProcessInstancesParams{PackageID: "pkg", DefinitionID: defs[0].ID}},
-			{store.OrderID, store.ListProcessInstancesParams{PackageID: "none"}},
+			{"package and states by id desc", store.OrderIDDesc, store.ListProcessInstancesParams{PackageID: "pkg", States: []string{"Running", "Suspended"}}},
+			{"package by start", store.OrderCreated, store.ListProcessInstancesParams{PackageID: "pkg"}},
+			{"version and states by start desc", store.OrderCreatedDesc, store.ListProcessInstancesParams{PackageVersion: 2, States: []string{"Completed", "Running"}}},
+			{"package and definition by id", store.OrderID, store.ListProcessInstancesParams{PackageID: "pkg", DefinitionID: defs[0].ID}},
+			{"unknown package", store.OrderID, store.ListProcessInstancesParams{PackageID: "none"}},
+			// Started between, by id: the page's ids from the start index.
+			{"started between by id desc", store.OrderIDDesc, store.ListProcessInstancesParams{CreatedFrom: ptr(at(2 * time.Second)), CreatedBefore: ptr(at(8 * time.Second))}},
+			{"started after, package and states by id", store.OrderID, store.ListProcessInstancesParams{CreatedFrom: ptr(at(3 * time.Second)), States: []string{"Running", "Completed"}, PackageID: "pkg"}},
 		} {
 			order := tc.order
-			t.Run(fmt.Sprintf("%s %+v", order, tc.filter), func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				params := tc.filter
 				params.Order = order
 				all, err := b.s.ListProcessInstances(b.ctx, params)
@@ -265,7 +269,9 @@ func (h *harness) testCounts(t *testing.T) {
 						inDef := tc.filter.DefinitionID == 0 || pi.DefinitionID == tc.filter.DefinitionID
 						inPkg := tc.filter.PackageID == "" || tc.filter.PackageID == "pkg"
 						inVersion := tc.filter.PackageVersion == 0 || pi.DefinitionID == defs[tc.filter.PackageVersion-1].ID
-						if inDef && inPkg && inVersion && (len(tc.filter.States) == 0 || slices.Contains(tc.filter.States, pi.State)) {
+						inCreated := (tc.filter.CreatedFrom == nil || !pi.CreatedAt.Before(norm(*tc.filter.CreatedFrom))) &&
+							(tc.filter.CreatedBefore == nil || pi.CreatedAt.Before(norm(*tc.filter.CreatedBefore)))
+						if inDef && inPkg && inVersion && inCreated && (len(tc.filter.States) == 0 || slices.Contains(tc.filter.States, pi.State)) {
 							want = append(want, pi.ID)
 						}
 					}
