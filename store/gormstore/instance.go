@@ -209,8 +209,7 @@ func (s *Store) listQuery(ctx context.Context, params store.ListProcessInstances
 		return nil, err
 	case len(branches) == 1:
 		params = branches[0]
-		q, err = s.instancesQuery(ctx, params)
-		if err != nil {
+		if q, err = s.instancesQuery(ctx, params); err != nil {
 			return nil, err
 		}
 	case len(branches) > 1:
@@ -222,11 +221,12 @@ func (s *Store) listQuery(ctx context.Context, params store.ListProcessInstances
 				return nil, err
 			}
 			parts[i] = "SELECT * FROM (?) AS u" + strconv.Itoa(i)
-			args[i] = bq.Order(order).Limit(params.Limit)
+			args[i] = s.pageIndex(bq, p).Order(order).Limit(params.Limit)
 		}
 		return s.db.WithContext(ctx).Raw("SELECT * FROM ("+strings.Join(parts, " UNION ALL ")+") AS u ORDER BY "+order+" LIMIT ?",
 			append(args, params.Limit)...), nil
 	}
+	q = s.pageIndex(q, params)
 	if (params.CreatedFrom != nil || params.CreatedBefore != nil) && !params.Order.Created() {
 		// Started between, by id: the ids of the page come from the
 		// start-time index alone (sorting ids, not rows: MariaDB sorted
@@ -236,6 +236,46 @@ func (s *Store) listQuery(ctx context.Context, params store.ListProcessInstances
 		return s.db.WithContext(ctx).Model(&processInstanceModel{}).Where("id IN (SELECT id FROM (?) AS page)", ids).Order(order), nil
 	}
 	return q.Order(order).Limit(params.Limit), nil
+}
+
+// pageIndex makes q, a page of params, use the index written for it on
+// MySQL (FORCE INDEX). For ORDER BY … LIMIT, MariaDB prefers to walk the
+// primary key and skip the rows that do not match whenever it expects
+// to find a page soon, and it misjudges: a page of the instances started
+// on a day a third of the way through a million instances walked 600,000
+// rows (0.2 s), one of a definition and a state intersected two indexes
+// and sorted (0.3 s). The index chosen here holds the filter's rows in
+// the page's order (or, started between by id, their ids), so the page
+// reads its rows and stops. SQLite's planner picks these indexes itself
+// (TestConsoleQueriesUseTheirIndexes), and a filter by anything else is
+// left to the database.
+func (s *Store) pageIndex(q *gorm.DB, p store.ListProcessInstancesParams) *gorm.DB {
+	if s.dialect != store.DialectMySQL || p.ParentInstanceID != 0 || p.StartKey != "" || p.BusinessKey != "" ||
+		p.OpenIncidentCause != "" || p.PackageID != "" || p.PackageVersion != 0 || len(p.States) > 1 {
+		return q
+	}
+	byTime := p.CreatedFrom != nil || p.CreatedBefore != nil
+	created := p.Order.Created()
+	var index string
+	switch {
+	case p.DefinitionID != 0 && len(p.States) == 1 && !created:
+		index = "goxpdl_process_instances_definition_state"
+	case p.DefinitionID != 0 && !created:
+		index = "goxpdl_process_instances_definition"
+	case p.DefinitionID != 0:
+		index = "goxpdl_process_instances_definition_created"
+	case byTime:
+		index = "goxpdl_process_instances_created"
+	case len(p.States) == 1 && created:
+		index = "goxpdl_process_instances_state_created"
+	case len(p.States) == 1:
+		index = "goxpdl_process_instances_state"
+	case created:
+		index = "goxpdl_process_instances_created"
+	default:
+		return q // the primary key
+	}
+	return q.Table("`" + tableProcessInstances + "` FORCE INDEX (`" + index + "`)")
 }
 
 // maxListBranches bounds the union of listQuery.
