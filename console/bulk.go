@@ -79,7 +79,7 @@ func (h *Handler) bulkInstances(ctx context.Context, r *http.Request, in *input,
 		if req.Filter, err = instanceFilter(q); err != nil {
 			return nil, err
 		}
-		req.Filter.After, req.Filter.Limit = 0, 0
+		req.Filter.After, req.Filter.Cursor, req.Filter.Sort, req.Filter.Limit = 0, "", "", 0
 		req.Describe = describeQuery(q)
 	case "", "selection":
 		if len(ids) == 0 {
@@ -181,23 +181,14 @@ func confirmed(in *input) bool {
 const countCap = 10000
 
 // countInstances counts the instances f selects, up to countCap (more
-// says there are more).
+// says there are more): exactly from the engine's kept counts where the
+// filter allows, otherwise by reading at most countCap+1 rows.
 func (h *Handler) countInstances(ctx context.Context, f engine.InstanceFilter) (n int, more bool, err error) {
-	f.Limit = 1000
-	for {
-		page, err := h.eng.Instances(ctx, f)
-		if err != nil {
-			return 0, false, err
-		}
-		n += len(page.Instances)
-		if page.Next == 0 {
-			return n, false, nil
-		}
-		if n >= countCap {
-			return n, true, nil
-		}
-		f.After = page.Next
+	c, err := h.eng.CountInstances(ctx, f, countCap)
+	if err != nil {
+		return 0, false, err
 	}
+	return int(c.N), c.More, nil
 }
 
 // describeQuery says what a filter's query selects, for a person:

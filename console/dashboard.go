@@ -12,45 +12,63 @@ func (h *Handler) dashboardRoutes(mux *http.ServeMux) {
 	h.page(mux, "GET /{$}", "dashboard", "dashboard", fixed("page/dashboard"), h.dashboardView)
 }
 
-// dashboard is the data of the dashboard.
+// dashboard is the data of the dashboard: the whole database at a glance
+// (Overview, every engine node's work) and this process's counters.
 type dashboard struct {
-	// Incidents counts the open incidents by cause.
-	Incidents []causeCount `json:"incidents"`
-	// Stats are the engine's counters (pools, bus, timers, commits).
+	Overview engine.Overview `json:"overview"`
+	// Stats are this node's counters: pools, bus, timers, group commits.
 	Stats engine.Stats `json:"stats"`
-	// Definitions counts the deployed versions.
-	Definitions int `json:"definitions"`
+	// States lists the states in the order the page shows them, with
+	// their counts.
+	States []stateCount `json:"-"`
+	// Incidents are the open incidents by cause, in cause order.
+	Incidents []causeCount `json:"-"`
+	// Busiest are the definitions with the most instances, at most
+	// dashboardDefinitions of them.
+	Busiest []engine.DefinitionCount `json:"-"`
+	// MaxMinute is the largest per-minute figure of the last hour, to
+	// scale the bars.
+	MaxMinute int64 `json:"-"`
 }
 
 // causeCount is the number of open incidents of one cause.
 type causeCount struct {
-	Cause engine.IncidentCause `json:"cause"`
-	Count int64                `json:"count"`
+	Cause engine.IncidentCause
+	Count int64
 }
 
+// dashboardDefinitions bounds the definitions the dashboard lists.
+const dashboardDefinitions = 15
+
 func (h *Handler) dashboardView(r *http.Request) (view, error) {
-	ctx := r.Context()
-	counts, err := h.eng.IncidentCounts(ctx)
+	o, err := h.eng.Overview(r.Context())
 	if err != nil {
 		return view{}, err
 	}
-	d := dashboard{Stats: h.eng.Stats(), Incidents: []causeCount{}}
-	for cause, n := range counts {
-		d.Incidents = append(d.Incidents, causeCount{Cause: cause, Count: n})
+	d := dashboard{Overview: o, Stats: h.eng.Stats()}
+	for _, s := range processStates {
+		d.States = append(d.States, stateCount{State: s, Count: o.States[s]})
 	}
-	slices.SortFunc(d.Incidents, func(a, b causeCount) int {
-		if a.Cause < b.Cause {
-			return -1
+	for _, c := range engine.IncidentCauses {
+		if n := o.Incidents[c]; n > 0 {
+			d.Incidents = append(d.Incidents, causeCount{Cause: c, Count: n})
 		}
-		if a.Cause > b.Cause {
+	}
+	d.Busiest = slices.Clone(o.Definitions)
+	slices.SortStableFunc(d.Busiest, func(a, b engine.DefinitionCount) int {
+		switch {
+		case a.Total > b.Total:
+			return -1
+		case a.Total < b.Total:
 			return 1
 		}
 		return 0
 	})
-	deps, err := h.eng.Deployments(ctx)
-	if err != nil {
-		return view{}, err
+	if len(d.Busiest) > dashboardDefinitions {
+		d.Busiest = d.Busiest[:dashboardDefinitions]
 	}
-	d.Definitions = len(deps)
+	for _, m := range o.Minutes {
+		d.MaxMinute = max(d.MaxMinute, m.Started, m.Completed+m.Terminated+m.Locked)
+	}
 	return view{Title: "Dashboard", Data: d}, nil
 }

@@ -90,8 +90,8 @@ func (h *Handler) instancesView(r *http.Request) (view, error) {
 	if q := filterQuery(r.URL.Query()); len(q) > 0 {
 		out.BulkQuery = "?" + q.Encode()
 	}
-	if page.Next != 0 {
-		out.Next = strconv.FormatInt(page.Next, 10)
+	if page.Cursor != "" {
+		out.Next = page.Cursor
 		out.NextPage = nextPage("/instances", r.URL.Query(), out.Next)
 	}
 	if out.Instances == nil {
@@ -103,7 +103,8 @@ func (h *Handler) instancesView(r *http.Request) (view, error) {
 // instanceFilter reads an InstanceFilter from query parameters: state
 // (repeatable), package, version, definition, process, business_key,
 // started_after, started_before (RFC 3339 or 2006-01-02), incident,
-// parent, after (the cursor) and limit.
+// parent, sort (id, -id, started, -started), after (the cursor of the
+// previous page) and limit.
 func instanceFilter(q url.Values) (engine.InstanceFilter, error) {
 	var f engine.InstanceFilter
 	var err error
@@ -122,12 +123,14 @@ func instanceFilter(q url.Values) (engine.InstanceFilter, error) {
 	ints := []struct {
 		name string
 		dst  *int64
-	}{{"definition", &f.DefinitionID}, {"parent", &f.Parent}, {"after", &f.After}}
+	}{{"definition", &f.DefinitionID}, {"parent", &f.Parent}}
 	for _, p := range ints {
 		if *p.dst, err = queryInt64(q, p.name); err != nil {
 			return f, err
 		}
 	}
+	f.Sort = engine.InstanceSort(strings.TrimSpace(q.Get("sort")))
+	f.Cursor = strings.TrimSpace(q.Get("after"))
 	if f.Limit, err = queryInt(q, "limit"); err != nil {
 		return f, err
 	}

@@ -123,6 +123,20 @@ func (h *Handler) funcs() template.FuncMap {
 			return string(b)
 		},
 		"lower": strings.ToLower,
+		"sum": func(ns ...int64) int64 {
+			var t int64
+			for _, n := range ns {
+				t += n
+			}
+			return t
+		},
+		// pct is n as a whole percentage of total (0 when total is 0).
+		"pct": func(n, total int64) int64 {
+			if total <= 0 {
+				return 0
+			}
+			return n * 100 / total
+		},
 		"nav":   func() []navItem { return navItems },
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}

@@ -319,7 +319,7 @@ func (e *Engine) CountInstances(ctx context.Context, f InstanceFilter, upTo int6
 	if upTo < 0 {
 		return InstanceCount{}, fmt.Errorf("%w: negative upTo %d", ErrBadFilter, upTo)
 	}
-	if f.StartedAfter.IsZero() && f.StartedBefore.IsZero() && f.BusinessKey == "" && f.IncidentCause == "" && f.Parent == 0 {
+	if f.StartedAfter.IsZero() && f.StartedBefore.IsZero() && f.BusinessKey == "" && f.IncidentCause == "" && f.Parent == 0 && len(f.IDs) == 0 {
 		return e.countGroups(ctx, f)
 	}
 	if upTo > 0 {
