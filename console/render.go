@@ -137,7 +137,7 @@ func (h *Handler) funcs() template.FuncMap {
 			}
 			return n * 100 / total
 		},
-		"nav":   func() []navItem { return navItems },
+		"nav": func() []navItem { return navItems },
 		"dict": func(kv ...any) map[string]any {
 			m := map[string]any{}
 			for i := 0; i+1 < len(kv); i += 2 {
