@@ -168,6 +168,14 @@ type Config struct {
 	// database can commit in parallel (MySQL's four commit lanes), at the
 	// cost of the engine's other normal work.
 	BatchParallel int
+	// BatchPerTx is how many instances of a chunk a suspend or terminate
+	// batch gives their commands in one database transaction, each in a
+	// savepoint of its own (one that fails is rolled back alone and
+	// tried again in a transaction of its own); default
+	// DefaultBatchPerTx. 1 gives every instance its own transaction.
+	// More commits less often and holds the database longer per commit
+	// (on SQLite, its single write lock). At most BatchChunk.
+	BatchPerTx int
 	// BatchPollInterval is how often the batch runner looks for batches
 	// to run that it was not told of (started on another node, released
 	// by a node that stopped); default a second. Negative: this node
@@ -251,6 +259,9 @@ type Engine struct {
 	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
 	batches     *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
 	retention   *retention
+	// bulkLoadedFunc, set by tests only, sees each instance commandMany
+	// loaded, with its version (a test makes it stale).
+	bulkLoadedFunc func(id int64, version *int64)
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
@@ -305,6 +316,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.BatchChunk <= 0 {
 		cfg.BatchChunk = DefaultBatchChunk
+	}
+	if cfg.BatchPerTx <= 0 {
+		cfg.BatchPerTx = DefaultBatchPerTx
 	}
 	if cfg.BatchPollInterval == 0 {
 		cfg.BatchPollInterval = time.Second
