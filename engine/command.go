@@ -305,16 +305,17 @@ func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, fn f
 // its commit lane (on SQLite, for the database): it commits, and the
 // rest queue again behind those. err is the error of a transaction that
 // failed, with nothing of it committed: errs then holds the outcomes of
-// the instances committed before (the others' entries are errNotRun).
+// the instances committed before (the others' entries are errNotRun,
+// as are all of them when op is refused).
 // The records and events of committed instances go out after each
 // commit, as for any command.
 func (e *Engine) commandMany(ctx context.Context, ids []int64, op Op, fn func(r *run) error) (errs []error, err error) {
-	if err := op.check(); err != nil {
-		return nil, err
-	}
 	errs = make([]error, len(ids))
 	for i := range errs {
 		errs[i] = errNotRun
+	}
+	if err := op.check(); err != nil {
+		return errs, err
 	}
 	for done := 0; done < len(ids); {
 		n, err := e.commandTx(ctx, ids[done:], errs[done:], op, fn)
