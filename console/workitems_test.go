@@ -117,7 +117,7 @@ func TestWorkItemList(t *testing.T) {
 		assert.Contains(t, page.body, `class="overdue"`)
 
 		// Held items: by owner, and in the user's list; not in the role's.
-		require.NoError(t, f.eng.ClaimWorkItem(context.Background(), decide.ID, "bob"))
+		require.NoError(t, f.eng.ClaimWorkItem(context.Background(), decide.ID, "bob", engine.Op{}))
 		assert.Equal(t, []int64{decide.ID}, itemIDs(t, f.get("/api/workitems?owner=bob")))
 		assert.Equal(t, []int64{decide.ID}, itemIDs(t, f.get("/api/workitems?user=bob")))
 		assert.Equal(t, []int64{}, itemIDs(t, f.get("/api/workitems?role=clerk")))
@@ -260,16 +260,18 @@ func TestWorkItemCommands(t *testing.T) {
 		for _, h := range hist.Entries {
 			if h.WorkItem == decide.ID {
 				moves = append(moves, h.From+">"+h.To+":"+h.Actor)
+				if h.From != "" {
+					assert.NotEmpty(t, h.Reason, "the operator's reason is in the history: %s>%s", h.From, h.To)
+				}
 			}
 		}
-		// (The engine's work-item commands record the user the console
-		// acts for, the reassignment its actor: console/workitemops.go.)
-		assert.Equal(t, []string{">Offered:engine", "Offered>Allocated:bob", "Allocated>Allocated:bob", "Allocated>Offered:carol",
-			"Offered>Offered:admin", "Offered>Completed:dave"}, moves)
+		// The operator (the console's actor) did each on the users' behalf.
+		assert.Equal(t, []string{">Offered:engine", "Offered>Allocated:admin", "Allocated>Allocated:admin", "Allocated>Offered:admin",
+			"Offered>Offered:admin", "Offered>Completed:admin"}, moves)
 
 		// A form's complete, on behalf of the holder, with text values.
 		_, second := f.startDesk()
-		require.NoError(t, f.eng.ClaimWorkItem(context.Background(), second.ID, "erin"))
+		require.NoError(t, f.eng.ClaimWorkItem(context.Background(), second.ID, "erin", engine.Op{}))
 		res = f.postForm(fmt.Sprintf("/workitems/%d/complete", second.ID),
 			url.Values{"values.score": {"4"}, "values.decision": {"reject"}, "reason": {"erin asked"}}, admin)
 		require.Equal(t, http.StatusSeeOther, res.status, res.body)

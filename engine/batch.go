@@ -19,13 +19,20 @@ import (
 // operator command to every process instance an InstanceFilter selects,
 // in the background: a runner of one engine node at a time (it claims
 // the batch in goxpdl_batches) walks the selection in ascending instance
-// id, a chunk at a time, gives each instance its own command in its own
-// transaction (Suspend, Resume, Terminate, RetryActivity, Migrate, on the
-// normal commit lane, one at a time), and commits the chunk's progress
-// (the cursor: the last instance id done; the counts; the failures) with
-// a fence on its claim (Config.BatchParallel runs several of a chunk's
-// commands at once). A restart, or another node after this one died,
-// continues at the cursor.
+// id, a chunk at a time, gives each instance the command (Suspend,
+// Resume, Terminate, RetryActivity, Migrate, on the normal commit lane),
+// and commits the chunk's progress (the cursor: the last instance id
+// done; the counts; the failures) with a fence on its claim. A restart,
+// or another node after this one died, continues at the cursor.
+//
+// Suspend and terminate, which call no application, go Config.BatchPerTx
+// instances to a database transaction, each instance in a savepoint of
+// its own (commandMany): its own load, its own version fence, its own
+// history; one whose command fails is rolled back alone and then given
+// its command again in a transaction of its own, as the other actions
+// always are, so that a conflict is retried as for any command and a
+// failure is that instance's alone. Config.BatchParallel runs several
+// transactions (or commands) of a chunk at once.
 
 // BatchAction is the command a batch gives each selected instance.
 type BatchAction string
@@ -188,6 +195,9 @@ type BatchFailurePage struct {
 
 // DefaultBatchChunk is the default Config.BatchChunk.
 const DefaultBatchChunk = 100
+
+// DefaultBatchPerTx is the default Config.BatchPerTx.
+const DefaultBatchPerTx = 20
 
 // maxBatchFailures is how many failures (skipped and failed instances)
 // a batch keeps with their errors; the counts go on beyond it.
@@ -537,18 +547,7 @@ func (e *Engine) runBatch(ctx context.Context, row store.Batch) bool {
 			}
 		}
 		prog := store.BatchProgressParams{ID: b.ID, Owner: e.owner, Cursor: br.row.Cursor}
-		type result struct {
-			failure string
-			outcome batchOutcome
-			cut     bool // the runner was stopping: not done, or not for sure
-		}
-		results := make([]result, len(rows))
-		scheduler.ForEach(len(rows), e.cfg.BatchParallel, func(i int) {
-			if ctx.Err() == nil {
-				results[i].failure, results[i].outcome = br.apply(ctx, rows[i])
-			}
-			results[i].cut = ctx.Err() != nil
-		})
+		results := br.applyChunk(ctx, rows)
 		for i, r := range rows {
 			failure, outcome := results[i].failure, results[i].outcome
 			if results[i].cut {
@@ -637,6 +636,76 @@ const (
 	batchSkipped
 	batchFailed
 )
+
+// batchResult is what a chunk's command did to one instance.
+type batchResult struct {
+	failure string
+	outcome batchOutcome
+	cut     bool // the runner was stopping: not done, or not for sure
+}
+
+// applyChunk gives a chunk's instances the batch's command: suspend and
+// terminate BatchPerTx instances to a transaction (applyGroup), the
+// other actions one instance to a transaction (apply); BatchParallel of
+// them at once.
+func (br *batchRun) applyChunk(ctx context.Context, rows []store.ProcessInstance) []batchResult {
+	results := make([]batchResult, len(rows))
+	per := 1
+	if br.b.Action == BatchSuspend || br.b.Action == BatchTerminate {
+		per = max(1, min(br.e.cfg.BatchPerTx, len(rows)))
+	}
+	if per == 1 {
+		scheduler.ForEach(len(rows), br.e.cfg.BatchParallel, func(i int) {
+			if ctx.Err() == nil {
+				results[i].failure, results[i].outcome = br.apply(ctx, rows[i])
+			}
+			results[i].cut = ctx.Err() != nil
+		})
+		return results
+	}
+	groups := (len(rows) + per - 1) / per
+	scheduler.ForEach(groups, br.e.cfg.BatchParallel, func(g int) {
+		lo, hi := g*per, min((g+1)*per, len(rows))
+		br.applyGroup(ctx, rows[lo:hi], results[lo:hi])
+	})
+	return results
+}
+
+// applyGroup gives instances the batch's suspend or terminate in one
+// transaction (commandMany). An instance whose command was refused
+// because it no longer applies is skipped; one whose command failed
+// otherwise (a conflict with the engine's own progress, anything else),
+// or all of them when the transaction failed, get the command again,
+// each in a transaction of its own (apply), whose outcome is theirs.
+func (br *batchRun) applyGroup(ctx context.Context, rows []store.ProcessInstance, results []batchResult) {
+	if ctx.Err() != nil {
+		for i := range results {
+			results[i].cut = true
+		}
+		return
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	fn := (*run).terminate
+	if br.b.Action == BatchSuspend {
+		fn = (*run).suspend
+	}
+	errs, _ := br.e.commandMany(ctx, ids, br.op, fn) // a failed transaction's instances are errNotRun
+	for i, row := range rows {
+		if !errors.Is(errs[i], errNotRun) {
+			if failure, outcome := outcomeOf(errs[i]); outcome != batchFailed {
+				results[i].failure, results[i].outcome = failure, outcome
+				continue
+			}
+		}
+		if ctx.Err() == nil {
+			results[i].failure, results[i].outcome = br.apply(ctx, row)
+		}
+		results[i].cut = ctx.Err() != nil
+	}
+}
 
 // apply gives one instance the batch's command. A refusal because the
 // instance is no longer in a state the command applies to is a skip.

@@ -268,47 +268,61 @@ func TestBatchPauseAndResume(t *testing.T) {
 
 func TestBatchContinuesAfterARestart(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-		cfg := engine.Config{DB: db, Logger: quiet, PollInterval: 20 * time.Millisecond, BatchChunk: 2, NodeID: "n1"}
-		first, err := engine.New(cfg)
-		require.NoError(t, err)
-		// The first run is cut off hard (its Start context cancelled) right
-		// after its first chunk is committed.
-		runCtx, cut := context.WithCancel(t.Context())
-		defer cut()
-		defer first.Subscribe(func(r engine.Record) {
-			if r.Type == engine.RecordBatchProgress {
-				cut()
-			}
-		})()
-		h := &harness{t: t, ctx: t.Context(), db: db, e: first}
-		h.deploy(chainPackage("restart"))
-		require.NoError(t, first.Start(runCtx))
-		ids := make([]int64, 5)
-		for i := range ids {
-			ids[i], err = first.StartProcess(h.ctx, engine.StartOptions{Package: "restart", Process: "p"})
-			require.NoError(t, err)
-		}
-		require.NoError(t, first.WaitIdle(h.ctx))
-		batch, err := first.StartBatch(h.ctx, engine.BatchRequest{Action: engine.BatchTerminate, Filter: engine.InstanceFilter{Package: "restart"}})
-		require.NoError(t, err)
-		<-runCtx.Done()
-		require.NoError(t, first.Stop(context.Background()))
+	// A chunk of 2 with a transaction per instance; a chunk of 4 in
+	// transactions of 2 instances (commandMany).
+	for _, tc := range []struct {
+		name               string
+		chunk, perTx, many int
+	}{{"OneInstancePerTransaction", 2, 1, 5}, {"GroupedInstances", 4, 2, 9}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+				quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+				cfg := engine.Config{DB: db, Logger: quiet, PollInterval: 20 * time.Millisecond, BatchChunk: tc.chunk, BatchPerTx: tc.perTx, NodeID: "n1"}
+				first, err := engine.New(cfg)
+				require.NoError(t, err)
+				// The first run is cut off hard (its Start context cancelled) right
+				// after its first chunk is committed.
+				runCtx, cut := context.WithCancel(t.Context())
+				defer cut()
+				defer first.Subscribe(func(r engine.Record) {
+					if r.Type == engine.RecordBatchProgress {
+						cut()
+					}
+				})()
+				h := &harness{t: t, ctx: t.Context(), db: db, e: first}
+				h.deploy(chainPackage("restart"))
+				require.NoError(t, first.Start(runCtx))
+				ids := make([]int64, tc.many)
+				for i := range ids {
+					ids[i], err = first.StartProcess(h.ctx, engine.StartOptions{Package: "restart", Process: "p"})
+					require.NoError(t, err)
+				}
+				require.NoError(t, first.WaitIdle(h.ctx))
+				batch, err := first.StartBatch(h.ctx, engine.BatchRequest{Action: engine.BatchTerminate, Filter: engine.InstanceFilter{Package: "restart"}})
+				require.NoError(t, err)
+				<-runCtx.Done()
+				require.NoError(t, first.Stop(context.Background()))
 
-		cutOff, err := first.Batch(h.ctx, batch.ID)
-		require.NoError(t, err)
-		require.Equal(t, engine.BatchRunning, cutOff.State)
-		require.Equal(t, int64(2), cutOff.Done, "one chunk was committed")
-		require.Equal(t, ids[1], cutOff.Cursor)
-		require.Empty(t, cutOff.Owner, "the stopped run let it go")
+				cutOff, err := first.Batch(h.ctx, batch.ID)
+				require.NoError(t, err)
+				require.Equal(t, engine.BatchRunning, cutOff.State)
+				require.Equal(t, int64(tc.chunk), cutOff.Done, "one chunk was committed")
+				require.Equal(t, ids[tc.chunk-1], cutOff.Cursor)
+				require.Empty(t, cutOff.Owner, "the stopped run let it go")
 
-		second := newHarness(t, db, chunk(2), func(c *engine.Config) { c.NodeID = "n1" }).start()
-		done := second.awaitBatch(batch.ID)
-		require.Equal(t, engine.BatchCompleted, done.State)
-		require.Equal(t, [3]int64{5, 0, 0}, [3]int64{done.Done, done.Skipped, done.Failed}, "nothing was done twice")
-		second.requireStates(ids, wftype.ProcessTerminated)
-	})
+				second := newHarness(t, db, chunk(tc.chunk), perTx(tc.perTx), func(c *engine.Config) { c.NodeID = "n1" }).start()
+				done := second.awaitBatch(batch.ID)
+				require.Equal(t, engine.BatchCompleted, done.State)
+				require.Equal(t, [3]int64{int64(tc.many), 0, 0}, [3]int64{done.Done, done.Skipped, done.Failed}, "nothing was done twice")
+				second.requireStates(ids, wftype.ProcessTerminated)
+				for _, id := range ids {
+					n, _ := terminations(second, id)
+					require.Equal(t, 1, n, "instance %d was terminated once", id)
+				}
+			})
+		})
+	}
 }
 
 func TestBatchCountsFailuresWithReasons(t *testing.T) {

@@ -6,11 +6,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
@@ -271,15 +273,19 @@ func (e *Engine) Suspend(ctx context.Context, id int64, op Op) error {
 
 // SuspendTx is Suspend inside the host's transaction tx (nil: its own).
 func (e *Engine) SuspendTx(ctx context.Context, tx *gorm.DB, id int64, op Op) error {
-	return e.command(ctx, tx, id, op, audited{action: AuditSuspend}, func(r *run) error {
-		if err := r.setProcess(machine.ProcessSuspend, ""); err != nil {
-			return err
-		}
-		if err := r.pauseTimers(); err != nil {
-			return err
-		}
-		return r.moveOpenItems(workitem.Suspend)
-	})
+	return e.command(ctx, tx, id, op, audited{action: AuditSuspend}, (*run).suspend)
+}
+
+// suspend pauses the process: its timers pause and its open work items
+// are suspended.
+func (r *run) suspend() error {
+	if err := r.setProcess(machine.ProcessSuspend, ""); err != nil {
+		return err
+	}
+	if err := r.pauseTimers(); err != nil {
+		return err
+	}
+	return r.moveOpenItems(workitem.Suspend)
 }
 
 // Resume continues a Suspended process instance; the activities that
@@ -345,6 +351,128 @@ func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, what
 		}
 		return a.ok(r.ctx, r.tx)
 	}))
+}
+
+// commandMany runs fn, an operator command that calls no application
+// (suspend, terminate), on each of the process instances ids, several
+// to a database transaction on a normal commit lane, each instance in a
+// savepoint of its own: it is loaded, changed and written as by command
+// (its version fences it; its history carries op), and one whose command
+// fails is rolled back to its savepoint alone, with its error in errs,
+// while the others go on and commit. A transaction ends after all of
+// them, or, once it has done minPerTx, when other transactions wait for
+// its commit lane (on SQLite, for the database): it commits, and the
+// rest queue again behind those. err is the error of a transaction that
+// failed, with nothing of it committed: errs then holds the outcomes of
+// the instances committed before (the others' entries are errNotRun,
+// as are all of them when op is refused).
+// The records and events of committed instances go out after each
+// commit, as for any command.
+func (e *Engine) commandMany(ctx context.Context, ids []int64, op Op, fn func(r *run) error) (errs []error, err error) {
+	errs = make([]error, len(ids))
+	for i := range errs {
+		errs[i] = errNotRun
+	}
+	if err := op.check(); err != nil {
+		return errs, err
+	}
+	for done := 0; done < len(ids); {
+		n, err := e.commandTx(ctx, ids[done:], errs[done:], op, fn)
+		if err != nil {
+			return errs, err
+		}
+		done += n
+	}
+	return errs, nil
+}
+
+// errNotRun marks the instances of commandMany a failed transaction did
+// not commit.
+var errNotRun = errors.New("not run: its transaction failed")
+
+// minPerTx is how many instances a transaction of commandMany does
+// before it gives way to others waiting for its commit lane.
+const minPerTx = 4
+
+// commandTx is one transaction of commandMany: it runs fn on the first
+// of ids, sets their outcomes in errs, and returns how many it did.
+func (e *Engine) commandTx(ctx context.Context, ids []int64, errs []error, op Op, fn func(r *run) error) (int, error) {
+	actor := op.actor("host")
+	runs := make([]*run, len(ids))
+	outcomes := make([]error, len(ids))
+	n := 0
+	body := func(ctx context.Context, tx store.Tx) error {
+		// A body run again (a group commit replayed after another member
+		// failed) starts afresh.
+		clear(runs)
+		clear(outcomes)
+		n = 0
+		st := tx.(*gormstore.Store)
+		db := st.DB()
+		for i, id := range ids {
+			if i >= minPerTx && e.commits.waiting(ctx) {
+				break
+			}
+			n = i + 1
+			sp := "goxpdl_bulk_" + strconv.Itoa(i)
+			// Raw statements, as in groupcommit.go's runIsolated.
+			if err := db.Exec("SAVEPOINT " + sp).Error; err != nil {
+				return err
+			}
+			r := e.newRun(ctx, st, actor)
+			r.op, r.doomed = op, map[string]failure{}
+			err := r.load(id)
+			if err == nil && e.bulkLoadedFunc != nil {
+				e.bulkLoadedFunc(id, &r.pi.Version)
+			}
+			if err == nil {
+				err = fn(r)
+			}
+			if err == nil {
+				err = r.drain()
+			}
+			if err == nil {
+				err = r.flush(false)
+			}
+			if err == nil {
+				err = st.Flush(ctx) // its writes' errors are its own
+			}
+			if err == nil {
+				runs[i] = r
+			} else {
+				outcomes[i] = err
+				// When this fails the database has rolled the whole
+				// transaction back (a deadlock, a lost connection).
+				if rerr := db.Exec("ROLLBACK TO SAVEPOINT " + sp).Error; rerr != nil {
+					return fmt.Errorf("%w (after process instance %d failed: %w)", rerr, id, err)
+				}
+			}
+			if err := db.Exec("RELEASE SAVEPOINT " + sp).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := e.commits.do(ctx, body, false); err != nil {
+		for _, id := range ids {
+			e.instances.forget(id)
+		}
+		return 0, err
+	}
+	for i, r := range runs[:n] {
+		errs[i] = outcomes[i]
+		if r == nil {
+			e.instances.forget(ids[i]) // the database may hold something else
+			continue
+		}
+		if !r.nextDue.IsZero() {
+			e.timers.Armed(r.nextDue)
+		}
+		e.remember(r)
+		e.publish(r.records)
+		e.bus.Dispatch(r.published)
+	}
+	return n, nil
 }
 
 // mergeTextVariables parses text values by their declared types and adds

@@ -168,6 +168,14 @@ type Config struct {
 	// database can commit in parallel (MySQL's four commit lanes), at the
 	// cost of the engine's other normal work.
 	BatchParallel int
+	// BatchPerTx is how many instances of a chunk a suspend or terminate
+	// batch gives their commands in one database transaction, each in a
+	// savepoint of its own (one that fails is rolled back alone and
+	// tried again in a transaction of its own); default
+	// DefaultBatchPerTx. 1 gives every instance its own transaction.
+	// More commits less often and holds the database longer per commit
+	// (on SQLite, its single write lock). At most BatchChunk.
+	BatchPerTx int
 	// BatchPollInterval is how often the batch runner looks for batches
 	// to run that it was not told of (started on another node, released
 	// by a node that stopped); default a second. Negative: this node
@@ -261,6 +269,9 @@ type Engine struct {
 	retention   *retention
 	folder      *timer.Periodic        // folds the instance counts (overview.go)
 	dbVersion   atomic.Pointer[string] // the server's version, once read (overview.go)
+	// bulkLoadedFunc, set by tests only, sees each instance commandMany
+	// loaded, with its version (a test makes it stale).
+	bulkLoadedFunc func(id int64, version *int64)
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
@@ -315,6 +326,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.BatchChunk <= 0 {
 		cfg.BatchChunk = DefaultBatchChunk
+	}
+	if cfg.BatchPerTx <= 0 {
+		cfg.BatchPerTx = DefaultBatchPerTx
 	}
 	if cfg.BatchPollInterval == 0 {
 		cfg.BatchPollInterval = time.Second

@@ -150,7 +150,7 @@ func TestReadAPITypesFiltersAndPages(t *testing.T) {
 		require.Equal(t, workitem.Offered, open.State)
 		require.Equal(t, "Approve the order", open.ActivityName)
 		require.Equal(t, "p", open.Process)
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, open.ID, "clerk1"))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, open.ID, "clerk1", engine.Op{}))
 		held, err := h.e.WorkItems(h.ctx, engine.WorkItemFilter{Owner: "clerk1"})
 		require.NoError(t, err)
 		require.Len(t, held.WorkItems, 1)

@@ -126,6 +126,7 @@ func (g *groupCommitter) do(ctx context.Context, body txBody, critical bool) err
 		l = g.lanes[g.next.Add(1)%uint64(len(g.lanes))]
 	}
 	shared := critical && l == g.lanes[0]
+	ctx = context.WithValue(ctx, laneKey{}, l) // for waiting
 	req := &commitRequest{ctx: ctx, body: body, critical: critical}
 	l.mu.Lock()
 	if shared {
@@ -177,6 +178,23 @@ func (g *groupCommitter) do(ctx context.Context, body txBody, critical bool) err
 	l.cond.Broadcast() // the done ones return; the new first one leads
 	l.mu.Unlock()
 	return req.err
+}
+
+// laneKey is the context key of the lane a body runs on.
+type laneKey struct{}
+
+// waiting reports whether requests wait in the lane of the body whose
+// context is ctx (behind the group running it): a long body of its own
+// (a batch's transaction) may then stop early and commit, and queue
+// again behind them.
+func (g *groupCommitter) waiting(ctx context.Context) bool {
+	l, ok := ctx.Value(laneKey{}).(*commitLane)
+	if !ok {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) > l.running
 }
 
 // run executes a group in one database transaction and sets each

@@ -178,7 +178,7 @@ func TestWithdrawWhileNoSuccessorIsTakenUp(t *testing.T) {
 		// Once the successor is taken up, it is too late.
 		_, err = h.e.CompleteWorkItem(h.ctx, back.ID, engine.Completion{User: "alice"})
 		require.NoError(t, err)
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, h.openItem(id).ID, "bob"))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, h.openItem(id).ID, "bob", engine.Op{}))
 		err = h.e.Withdraw(h.ctx, back.ID, "alice", engine.Op{})
 		require.ErrorIs(t, err, engine.ErrCannotMove)
 		require.Contains(t, err.Error(), "successor B has been taken up")

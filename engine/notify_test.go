@@ -71,8 +71,8 @@ func TestWorkItemChangesAreDurableNotifications(t *testing.T) {
 		id := h.startProcess("form", "form", nil)
 		h.idle()
 		item := h.item(id, "Decide")
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, item.ID, "alice"))
-		require.NoError(t, h.e.StartWorkItem(h.ctx, item.ID, "alice"))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, item.ID, "alice", engine.Op{}))
+		require.NoError(t, h.e.StartWorkItem(h.ctx, item.ID, "alice", engine.Op{}))
 		_, err := h.e.CompleteWorkItem(h.ctx, item.ID, engine.Completion{User: "alice", Outputs: map[string]any{"approved": true}})
 		require.NoError(t, err)
 		h.requireState(id, wftype.ProcessCompleted) // a failing host callback does not hold the process up

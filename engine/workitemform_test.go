@@ -194,7 +194,7 @@ func TestWorkItemFiltersByActivityDueAndWorklist(t *testing.T) {
 
 		clerks := engine.Principal{Kind: engine.PrincipalRole, ID: "clerk"}
 		require.Equal(t, []int64{itemA.ID, review.ID}, list(engine.WorkItemFilter{VisibleTo: &clerks}))
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, review.ID, "bob"))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, review.ID, "bob", engine.Op{}))
 		require.Equal(t, []int64{itemA.ID}, list(engine.WorkItemFilter{VisibleTo: &clerks}), "a claimed item leaves the role's worklist")
 		require.Equal(t, []int64{review.ID}, list(engine.WorkItemFilter{VisibleTo: &engine.Principal{Kind: engine.PrincipalUser, ID: "bob"}}))
 

@@ -91,18 +91,23 @@ type Completion struct {
 	// IdempotencyKey, when not empty, makes a repeated completion with
 	// the same key and outputs a no-op that returns the first result.
 	IdempotencyKey string
+	// Op is who completes and why, written to the history with the
+	// completion; its Actor defaults to User.
+	Op Op
 }
 
 // ClaimWorkItem allocates an offered work item to user, atomically: of
 // several users claiming one item exactly one wins, the others get
-// ErrNotAllowed.
-func (e *Engine) ClaimWorkItem(ctx context.Context, id int64, user string) error {
-	return e.ClaimWorkItemTx(ctx, nil, id, user)
+// ErrNotAllowed. op is written to the history as for every work-item
+// command: its Actor (default: user) as the entry's actor, its Reason
+// and Data in the entry's detail.
+func (e *Engine) ClaimWorkItem(ctx context.Context, id int64, user string, op Op) error {
+	return e.ClaimWorkItemTx(ctx, nil, id, user, op)
 }
 
 // ClaimWorkItemTx is ClaimWorkItem inside the host's transaction tx.
-func (e *Engine) ClaimWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string) error {
-	return e.workItemOp(ctx, tx, id, user, workitem.Allocate, func(r *run, wi *store.WorkItem, a *act) error {
+func (e *Engine) ClaimWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string, op Op) error {
+	return e.workItemOp(ctx, tx, id, user, op, workitem.Allocate, func(r *run, wi *store.WorkItem, a *act) error {
 		if err := r.mayTake(*wi, a, user, "claim"); err != nil {
 			return err
 		}
@@ -112,25 +117,25 @@ func (e *Engine) ClaimWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, use
 }
 
 // StartWorkItem records that the owner began the work.
-func (e *Engine) StartWorkItem(ctx context.Context, id int64, user string) error {
-	return e.StartWorkItemTx(ctx, nil, id, user)
+func (e *Engine) StartWorkItem(ctx context.Context, id int64, user string, op Op) error {
+	return e.StartWorkItemTx(ctx, nil, id, user, op)
 }
 
 // StartWorkItemTx is StartWorkItem inside the host's transaction tx.
-func (e *Engine) StartWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string) error {
-	return e.workItemOp(ctx, tx, id, user, workitem.Start, func(_ *run, wi *store.WorkItem, _ *act) error {
+func (e *Engine) StartWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string, op Op) error {
+	return e.workItemOp(ctx, tx, id, user, op, workitem.Start, func(_ *run, wi *store.WorkItem, _ *act) error {
 		return mustOwn(*wi, user, "start")
 	})
 }
 
 // ReleaseWorkItem gives a held item back to the people it is offered to.
-func (e *Engine) ReleaseWorkItem(ctx context.Context, id int64, user string) error {
-	return e.ReleaseWorkItemTx(ctx, nil, id, user)
+func (e *Engine) ReleaseWorkItem(ctx context.Context, id int64, user string, op Op) error {
+	return e.ReleaseWorkItemTx(ctx, nil, id, user, op)
 }
 
 // ReleaseWorkItemTx is ReleaseWorkItem inside the host's transaction tx.
-func (e *Engine) ReleaseWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string) error {
-	return e.workItemOp(ctx, tx, id, user, workitem.Release, func(_ *run, wi *store.WorkItem, _ *act) error {
+func (e *Engine) ReleaseWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user string, op Op) error {
+	return e.workItemOp(ctx, tx, id, user, op, workitem.Release, func(_ *run, wi *store.WorkItem, _ *act) error {
 		if err := mustOwn(*wi, user, "release"); err != nil {
 			return err
 		}
@@ -142,13 +147,13 @@ func (e *Engine) ReleaseWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, u
 // DelegateWorkItem hands a held item to another user, who holds it
 // allocated. The other user must be one the item may go to (the four-eyes
 // rules apply to them).
-func (e *Engine) DelegateWorkItem(ctx context.Context, id int64, user, to string) error {
-	return e.DelegateWorkItemTx(ctx, nil, id, user, to)
+func (e *Engine) DelegateWorkItem(ctx context.Context, id int64, user, to string, op Op) error {
+	return e.DelegateWorkItemTx(ctx, nil, id, user, to, op)
 }
 
 // DelegateWorkItemTx is DelegateWorkItem inside the host's transaction tx.
-func (e *Engine) DelegateWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user, to string) error {
-	return e.workItemOp(ctx, tx, id, user, workitem.Delegate, func(r *run, wi *store.WorkItem, a *act) error {
+func (e *Engine) DelegateWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user, to string, op Op) error {
+	return e.workItemOp(ctx, tx, id, user, op, workitem.Delegate, func(r *run, wi *store.WorkItem, a *act) error {
 		if err := mustOwn(*wi, user, "delegate"); err != nil {
 			return err
 		}
@@ -162,17 +167,18 @@ func (e *Engine) DelegateWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 
 // ReassignWorkItem is an administrator's command: the item is offered
 // afresh to the given users, roles and units, and whoever held it loses
-// it. admin is recorded as who did it.
-func (e *Engine) ReassignWorkItem(ctx context.Context, id int64, admin string, to []Principal) error {
-	return e.ReassignWorkItemTx(ctx, nil, id, admin, to)
+// it. admin is recorded as who did it (op.Actor, when given, as the
+// history entry's actor).
+func (e *Engine) ReassignWorkItem(ctx context.Context, id int64, admin string, to []Principal, op Op) error {
+	return e.ReassignWorkItemTx(ctx, nil, id, admin, to, op)
 }
 
 // ReassignWorkItemTx is ReassignWorkItem inside the host's transaction tx.
-func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, admin string, to []Principal) error {
+func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, admin string, to []Principal, op Op) error {
 	if len(to) == 0 {
 		return fmt.Errorf("%w: reassign work item %d to nobody", ErrConfig, id)
 	}
-	return e.workItemOp(ctx, tx, id, admin, workitem.Reassign, func(_ *run, wi *store.WorkItem, _ *act) error {
+	return e.workItemOp(ctx, tx, id, admin, op, workitem.Reassign, func(_ *run, wi *store.WorkItem, _ *act) error {
 		wi.Assignees, wi.Owner = slices.Clone(to), ""
 		return nil
 	})
@@ -181,7 +187,8 @@ func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 // CompleteWorkItem completes a work item as c.User with c.Outputs and
 // moves the process on, in one transaction. It returns the completed
 // item; with an IdempotencyKey, a repeated completion returns the first
-// one's item and changes nothing.
+// one's item and changes nothing. c.Op is written to the history of the
+// completion and of what it moves (its Actor defaults to c.User).
 func (e *Engine) CompleteWorkItem(ctx context.Context, id int64, c Completion) (WorkItem, error) {
 	return e.CompleteWorkItemTx(ctx, nil, id, c)
 }
@@ -189,8 +196,12 @@ func (e *Engine) CompleteWorkItem(ctx context.Context, id int64, c Completion) (
 // CompleteWorkItemTx is CompleteWorkItem inside the host's transaction
 // tx: the host's business writes and the completion commit together.
 func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, c Completion) (WorkItem, error) {
+	if err := c.Op.check(); err != nil {
+		return WorkItem{}, err
+	}
 	var done WorkItem
-	err := e.transact(ctx, tx, actorOf(c.User), func(r *run) error {
+	err := e.transact(ctx, tx, c.Op.actor(actorOf(c.User)), func(r *run) error {
+		r.op = c.Op
 		wi, err := r.tx.GetWorkItem(r.ctx, id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -289,13 +300,17 @@ func (r *run) repeatedCompletion(wi store.WorkItem, c Completion, done *WorkItem
 // workItemOp runs one life-cycle command on a work item: it checks the
 // transition, lets check adjust the item (owner, assignees), and writes
 // it with its history, record and worklist visibility.
-func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user string, cmd workitem.Command,
+func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user string, op Op, cmd workitem.Command,
 	check func(r *run, wi *store.WorkItem, a *act) error,
 ) error {
 	if user == "" {
 		return fmt.Errorf("%w: %s work item %d: no user", ErrConfig, cmd, id)
 	}
-	return e.transact(ctx, tx, user, func(r *run) error {
+	if err := op.check(); err != nil {
+		return err
+	}
+	return e.transact(ctx, tx, op.actor(user), func(r *run) error {
+		r.op = op
 		wi, err := r.tx.GetWorkItem(r.ctx, id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -372,13 +387,9 @@ func (r *run) moveItem(wi *store.WorkItem, from, to workitem.State, user string,
 	}
 	wi.Version = v
 	aid, wid := wi.ActivityInstanceID, wi.ID
-	var data []byte
-	if len(detail) > 0 {
-		data = mustJSON(detail)
-	}
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
-		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: data,
+		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: r.itemDetail(detail),
 	})
 	typ := workItemRecord[to]
 	if from == workitem.Suspended && to != workitem.Withdrawn {
@@ -415,6 +426,26 @@ func visibleTo(wi store.WorkItem) []store.Principal {
 	default:
 		return wi.Assignees
 	}
+}
+
+// itemDetail encodes a work item entry's detail: what changed (owner,
+// assignees) with the reason and data of the command that changed it, as
+// r.detail does for the other entries; nil when there is none of them.
+func (r *run) itemDetail(change map[string]string) []byte {
+	if len(change) == 0 && r.op.Reason == "" && len(r.op.Data) == 0 {
+		return nil
+	}
+	d := make(map[string]any, len(change)+2)
+	for k, v := range change {
+		d[k] = v
+	}
+	if r.op.Reason != "" {
+		d["reason"] = r.op.Reason
+	}
+	if len(r.op.Data) > 0 {
+		d["data"] = r.op.Data
+	}
+	return mustJSON(d)
 }
 
 func changeDetail(before, after store.WorkItem) map[string]string {

@@ -121,22 +121,22 @@ func TestWorkItemLifeCycle(t *testing.T) {
 		require.Equal(t, workitem.Offered, enter.State)
 
 		// Only clerks may claim; the claim is atomic and the owner holds it.
-		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "carol"), engine.ErrNotAllowed)
-		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "mallory"), engine.ErrNotAllowed, "unknown user")
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice"))
-		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob"), engine.ErrIllegalState, "claimed already")
-		require.ErrorIs(t, h.e.StartWorkItem(h.ctx, enter.ID, "bob"), engine.ErrNotAllowed, "not the owner")
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "carol", engine.Op{}), engine.ErrNotAllowed)
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "mallory", engine.Op{}), engine.ErrNotAllowed, "unknown user")
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{}))
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob", engine.Op{}), engine.ErrIllegalState, "claimed already")
+		require.ErrorIs(t, h.e.StartWorkItem(h.ctx, enter.ID, "bob", engine.Op{}), engine.ErrNotAllowed, "not the owner")
 		require.ErrorIs(t, h.completeAs(enter.ID, "bob", nil), engine.ErrNotAllowed, "not the owner")
 
 		// Release and claim again, delegate, start.
-		require.NoError(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice"))
+		require.NoError(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice", engine.Op{}))
 		require.Equal(t, workitem.Offered, h.item(id, "Enter").State)
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob"))
-		require.ErrorIs(t, h.e.DelegateWorkItem(h.ctx, enter.ID, "bob", "carol"), engine.ErrNotAllowed, "carol is no clerk")
-		require.NoError(t, h.e.DelegateWorkItem(h.ctx, enter.ID, "bob", "alice"))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob", engine.Op{}))
+		require.ErrorIs(t, h.e.DelegateWorkItem(h.ctx, enter.ID, "bob", "carol", engine.Op{}), engine.ErrNotAllowed, "carol is no clerk")
+		require.NoError(t, h.e.DelegateWorkItem(h.ctx, enter.ID, "bob", "alice", engine.Op{}))
 		require.Equal(t, "alice", h.item(id, "Enter").Owner)
-		require.NoError(t, h.e.StartWorkItem(h.ctx, enter.ID, "alice"))
-		require.ErrorIs(t, h.e.StartWorkItem(h.ctx, enter.ID, "alice"), engine.ErrIllegalState, "started already")
+		require.NoError(t, h.e.StartWorkItem(h.ctx, enter.ID, "alice", engine.Op{}))
+		require.ErrorIs(t, h.e.StartWorkItem(h.ctx, enter.ID, "alice", engine.Op{}), engine.ErrIllegalState, "started already")
 
 		// Bad outputs change nothing.
 		require.ErrorIs(t, h.completeAs(enter.ID, "alice", map[string]any{"amount": "lots"}), engine.ErrWrongType)
@@ -165,7 +165,7 @@ func TestWorkItemLifeCycle(t *testing.T) {
 
 		// Four eyes: alice entered, so she may not check.
 		check := h.item(id, "Check")
-		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, check.ID, "alice"), engine.ErrNotAllowed)
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, check.ID, "alice", engine.Op{}), engine.ErrNotAllowed)
 		require.ErrorIs(t, h.completeAs(check.ID, "alice", nil), engine.ErrNotAllowed)
 		users, err := h.e.EligibleUsers(h.ctx, check.ID)
 		require.NoError(t, err)
@@ -207,31 +207,92 @@ func TestWorkItemLifeCycle(t *testing.T) {
 	})
 }
 
+// TestWorkItemCommandsRecordTheirOp: each work-item command writes its
+// Op to the history: the actor (the acting user when the Op names
+// none), the reason and the host's data; a bad Op changes nothing.
+func TestWorkItemCommandsRecordTheirOp(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h := newOrgHarness(t, db)
+		id := h.startProcess("review", "", nil)
+		enter := h.item(id, "Enter")
+		ticket := map[string]any{"ticket": "T-7"}
+
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{Data: map[string]any{"bad": func() {}}}), engine.ErrConfig)
+		require.Equal(t, workitem.Offered, h.item(id, "Enter").State, "a bad Op changes nothing")
+
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{Reason: "claim it"}))
+		require.NoError(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice", engine.Op{Reason: "on leave", Data: ticket}))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob", engine.Op{}))
+		require.NoError(t, h.e.DelegateWorkItem(h.ctx, enter.ID, "bob", "alice", engine.Op{Actor: "desk", Reason: "alice knows it"}))
+		require.NoError(t, h.e.StartWorkItem(h.ctx, enter.ID, "alice", engine.Op{Reason: "begun"}))
+		require.NoError(t, h.e.ReassignWorkItem(h.ctx, enter.ID, "admin", []store.Principal{{Kind: store.PrincipalUser, ID: "bob"}},
+			engine.Op{Reason: "alice is ill"}))
+		_, err := h.e.CompleteWorkItem(h.ctx, enter.ID, engine.Completion{User: "bob", Outputs: map[string]any{"amount": 5},
+			Op: engine.Op{Actor: "console:bob", Reason: "entered from paper", Data: ticket}})
+		require.NoError(t, err)
+
+		type line struct{ actor, from, to, reason, owner string }
+		var got []line
+		var data []map[string]any
+		for _, e := range h.history(id) {
+			if e.Subject == engine.SubjectWorkItem && e.WorkItem == enter.ID {
+				owner, _ := e.Detail["owner"].(string)
+				got = append(got, line{e.Actor, e.From, e.To, e.Reason, owner})
+				data = append(data, e.Data)
+			}
+		}
+		require.Equal(t, []line{
+			{"engine", "", "Offered", "", ""},
+			{"alice", "Offered", "Allocated", "claim it", "alice"},
+			{"alice", "Allocated", "Offered", "on leave", ""},
+			{"bob", "Offered", "Allocated", "", "bob"},
+			{"desk", "Allocated", "Allocated", "alice knows it", "alice"},
+			{"alice", "Allocated", "Started", "begun", ""},
+			{"admin", "Started", "Offered", "alice is ill", ""},
+			{"console:bob", "Offered", "Completed", "entered from paper", ""},
+		}, got)
+		require.Equal(t, ticket, data[2])
+		require.Equal(t, ticket, data[7])
+		require.Nil(t, data[1])
+
+		// The completion's Op goes with what it moved: the activity's end.
+		var activityReason string
+		for _, e := range h.history(id) {
+			if e.Subject == engine.SubjectActivity && e.ActivityInstance == enter.ActivityInstance && e.To == string(wftype.ActivityCompleted) {
+				activityReason = e.Reason
+				require.Equal(t, "console:bob", e.Actor)
+			}
+		}
+		require.Equal(t, "entered from paper", activityReason)
+	})
+}
+
 func TestWorkItemsFollowTheProcess(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newOrgHarness(t, db)
 		id := h.startProcess("review", "", nil)
 		enter := h.item(id, "Enter")
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice"))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{}))
 
 		require.NoError(t, h.e.Suspend(h.ctx, id, engine.Op{}))
 		got := h.item(id, "Enter")
 		require.Equal(t, workitem.Suspended, got.State)
 		require.Equal(t, "alice", got.Owner)
 		require.ErrorIs(t, h.completeAs(enter.ID, "alice", nil), engine.ErrIllegalState, "work waits while suspended")
-		require.ErrorIs(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice"), engine.ErrIllegalState)
+		require.ErrorIs(t, h.e.ReleaseWorkItem(h.ctx, enter.ID, "alice", engine.Op{}), engine.ErrIllegalState)
 
 		require.NoError(t, h.e.Resume(h.ctx, id, engine.Op{}))
 		got = h.item(id, "Enter")
 		require.Equal(t, workitem.Allocated, got.State, "back to the state it was suspended in")
 		require.Equal(t, "alice", got.Owner)
 
-		require.NoError(t, h.e.ReassignWorkItem(h.ctx, enter.ID, "admin", []store.Principal{{Kind: store.PrincipalUser, ID: "bob"}}))
+		require.NoError(t, h.e.ReassignWorkItem(h.ctx, enter.ID, "admin", []store.Principal{{Kind: store.PrincipalUser, ID: "bob"}}, engine.Op{}))
 		got = h.item(id, "Enter")
 		require.Equal(t, workitem.Offered, got.State)
 		require.Empty(t, got.Owner)
-		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice"), engine.ErrNotAllowed, "reassigned to bob alone")
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{}), engine.ErrNotAllowed, "reassigned to bob alone")
 
 		require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 		items, err := workItemsOf(h.ctx, h.e, engine.WorkItemFilter{Instance: id})
@@ -239,7 +300,7 @@ func TestWorkItemsFollowTheProcess(t *testing.T) {
 		require.Len(t, items, 1)
 		require.Equal(t, workitem.Withdrawn, items[0].State)
 		require.ErrorIs(t, h.completeAs(enter.ID, "bob", nil), engine.ErrInstanceFinished, "after withdrawal")
-		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob"), engine.ErrInstanceFinished)
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "bob", engine.Op{}), engine.ErrInstanceFinished)
 	})
 }
 
@@ -255,7 +316,7 @@ func TestConcurrentClaimsHaveOneWinner(t *testing.T) {
 		errs := make([]error, claimants)
 		var wg sync.WaitGroup
 		for i := range claimants {
-			wg.Go(func() { errs[i] = h.e.ClaimWorkItem(h.ctx, enter.ID, fmt.Sprintf("user%02d", i)) })
+			wg.Go(func() { errs[i] = h.e.ClaimWorkItem(h.ctx, enter.ID, fmt.Sprintf("user%02d", i), engine.Op{}) })
 		}
 		wg.Wait()
 		winners, winner := 0, ""
@@ -324,7 +385,7 @@ func TestWorklists(t *testing.T) {
 
 		// A claimed item leaves the others' worklists and stays in its owner's.
 		first := h.item(ids[0], "Enter")
-		require.NoError(t, h.e.ClaimWorkItem(h.ctx, first.ID, "alice"))
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, first.ID, "alice", engine.Op{}))
 		bobs, err := h.e.Worklist(h.ctx, "bob", engine.WorklistFilter{})
 		require.NoError(t, err)
 		require.Equal(t, ids[1:], ids2(bobs.WorkItems))

@@ -134,7 +134,7 @@ func formatCounts(counts map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-const startUsage = `Usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K] [--wait] [--json] PACKAGE[:PROCESS]
+const startUsage = `Usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K [--lock local|global [--queue]]] [--wait] [--json] PACKAGE[:PROCESS]
 
 Start creates an instance of a process of the latest deployed version of
 PACKAGE: PROCESS is the WorkflowProcess id (default: the one no other
@@ -153,10 +153,17 @@ Flags (before or after the argument):
 	--business-key K  the host's key of the instance (an order number):
 	                  kept on it, inherited by its subflows, and what
 	                  "goxpdl instances --business-key K" finds
+	--lock SCOPE      lock the business key while the instance runs:
+	                  local (one instance of this process per key) or
+	                  global (one per key across processes); a start
+	                  whose key is locked is refused (exit 1, naming the
+	                  holder), and goxpdl locks lists the locks
+	--queue           with --lock: queue the start instead (the instance
+	                  is Queued until the lock is free)
 ` + opUsage + `
 ` + opExitStatus
 
-const startShortUsage = "usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K] [--wait] [--json] PACKAGE[:PROCESS]\n"
+const startShortUsage = "usage: goxpdl start --db DSN [--set NAME=VALUE]... [--business-key K [--lock local|global [--queue]]] [--wait] [--json] PACKAGE[:PROCESS]\n"
 
 func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var o opFlags
@@ -165,6 +172,8 @@ func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	o.register(fs)
 	fs.Var(sets, "set", "NAME=VALUE")
 	businessKey := fs.String("business-key", "", "the instance's business key")
+	lock := fs.String("lock", "", "local|global")
+	queue := fs.Bool("queue", false, "queue while locked")
 	pos, code, ok := parseOp(fs, cmdSpec{name: "start", usage: startUsage, short: startShortUsage, args: 1}, &o, args, stdout, stderr)
 	if !ok {
 		return code
@@ -174,12 +183,26 @@ func runStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl start: %q names no package\n%s", pos[0], startShortUsage)
 		return exitUsage
 	}
+	opts := engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor, BusinessKey: *businessKey}
+	switch {
+	case *lock != "" && *lock != string(engine.LockLocal) && *lock != string(engine.LockGlobal):
+		printErr(stderr, "goxpdl start: --lock %q: want local or global\n%s", *lock, startShortUsage)
+		return exitUsage
+	case *lock != "" && *businessKey == "":
+		printErr(stderr, "goxpdl start: --lock needs --business-key K\n%s", startShortUsage)
+		return exitUsage
+	case *queue && *lock == "":
+		printErr(stderr, "goxpdl start: --queue needs --lock\n%s", startShortUsage)
+		return exitUsage
+	case *lock != "":
+		opts.Lock = &engine.LockOptions{Scope: engine.LockScope(*lock), Wait: *queue}
+	}
 	ctx, s, code := openSession("start", &o, stderr)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	id, err := s.e.StartProcess(ctx, engine.StartOptions{Package: pkg, Process: proc, TextVariables: sets, Actor: o.actor, BusinessKey: *businessKey})
+	id, err := s.e.StartProcess(ctx, opts)
 	if err != nil {
 		return s.refusal(err)
 	}

@@ -44,7 +44,8 @@ priority first.
 Flags (before or after the arguments):
 
 	--user U          the user who acts (claim, complete, withdraw; default:
-	                  --actor), or whose worklist to list
+	                  --actor), or whose worklist to list; the history
+	                  names them as the actor unless --actor is given
 	--set NAME=VALUE  complete: an output (repeatable), parsed by the type
 	                  of the variable's current value (a number, true or
 	                  false, JSON for other values, else text)
@@ -89,8 +90,11 @@ func runWorkitems(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		printErr(stderr, "goxpdl %s: %v\n%s", name, err, workitemsShortUsage)
 		return exitUsage
 	}
+	op := o.op()
 	if *user == "" {
 		*user = o.actor
+	} else if sub != "reassign" && !flagGiven(fs, "actor") {
+		op.Actor = *user // the user acts; the engine writes them as the actor
 	}
 	var principals []store.Principal
 	if sub == "reassign" {
@@ -106,7 +110,7 @@ func runWorkitems(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer s.close()
 	wi, err := workItem(ctx, s.e, id)
 	if err == nil {
-		err = explainWorkItem(applyWorkitem(ctx, s.e, sub, wi, *user, sets, principals, o.op()), id)
+		err = explainWorkItem(applyWorkitem(ctx, s.e, sub, wi, *user, sets, principals, op), id)
 	}
 	if err != nil {
 		return s.refusal(err)
@@ -130,20 +134,21 @@ func runWorkitems(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return printResult(stdout, stderr, o.json, map[string]any{"command": sub, "workitem": row}, text+"\n", code)
 }
 
-// applyWorkitem runs a workitems subcommand on wi.
+// applyWorkitem runs a workitems subcommand on wi; op (--actor, or the
+// user, and --reason) goes to the history with each.
 func applyWorkitem(ctx context.Context, e *engine.Engine, sub string, wi engine.WorkItem, user string, sets pairFlags, to []store.Principal, op engine.Op) error {
 	switch sub {
 	case "claim":
-		return e.ClaimWorkItem(ctx, wi.ID, user)
+		return e.ClaimWorkItem(ctx, wi.ID, user, op)
 	case "complete":
 		outputs, err := textOutputs(ctx, e, wi.Instance, sets)
 		if err != nil {
 			return err
 		}
-		_, err = e.CompleteWorkItem(ctx, wi.ID, engine.Completion{User: user, Outputs: outputs})
+		_, err = e.CompleteWorkItem(ctx, wi.ID, engine.Completion{User: user, Outputs: outputs, Op: op})
 		return err
 	case "reassign":
-		return e.ReassignWorkItem(ctx, wi.ID, op.Actor, to)
+		return e.ReassignWorkItem(ctx, wi.ID, op.Actor, to, op)
 	default: // withdraw
 		return e.Withdraw(ctx, wi.ID, user, op)
 	}
@@ -243,4 +248,11 @@ func goTypeName(v any) string {
 		return "boolean (true or false)"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
