@@ -85,7 +85,8 @@ func classify(err error) (int, apiError) {
 	case errors.Is(err, errReadOnly):
 		return http.StatusForbidden, withCode(e, "read_only")
 	case errors.Is(err, errBadRequest), errors.Is(err, engine.ErrBadFilter),
-		errors.Is(err, engine.ErrBadBatch), errors.Is(err, engine.ErrInvalidPurge):
+		errors.Is(err, engine.ErrBadBatch), errors.Is(err, engine.ErrInvalidPurge),
+		errors.Is(err, engine.ErrConfig): // a command's malformed argument (a lock key, an Op's data, nobody to reassign to)
 		return http.StatusBadRequest, withCode(e, "bad_request")
 	case errors.As(err, &tooLarge), errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge, withCode(e, "too_large")
@@ -121,7 +122,8 @@ func classify(err error) (int, apiError) {
 		errors.Is(err, engine.ErrCannotSkip), errors.Is(err, engine.ErrCannotMove),
 		errors.Is(err, engine.ErrCannotMigrate), errors.Is(err, engine.ErrLocked),
 		errors.Is(err, engine.ErrWrongInstance), errors.Is(err, engine.ErrNotAllowed),
-		errors.Is(err, engine.ErrKeyReused), errors.Is(err, engine.ErrNotRetried):
+		errors.Is(err, engine.ErrKeyReused), errors.Is(err, engine.ErrNotRetried),
+		errors.Is(err, engine.ErrCompletedDifferently):
 		return http.StatusConflict, withCode(e, "refused")
 	case errors.Is(err, engine.ErrNotRunning):
 		return http.StatusServiceUnavailable, withCode(e, "unavailable")

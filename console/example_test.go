@@ -36,6 +36,7 @@ func ExampleNew() {
 	}
 	defer func() { _ = eng.Stop(ctx) }()
 
+	// begin docblock docs/console.md
 	h, err := console.New(eng, console.Options{
 		Prefix: "/workflow",
 		// The host's middleware has authenticated the user.
@@ -46,6 +47,7 @@ func ExampleNew() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/workflow/", h)
+	// end docblock
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 

@@ -41,11 +41,16 @@ func eachDB(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
 var errCheckFailed = errors.New("the request's documents are missing")
 
 // newFixture starts an engine on db and a console with opts in front of
-// it, served by an httptest server.
-func newFixture(t *testing.T, db *gorm.DB, opts console.Options) *fixture {
+// it, served by an httptest server; configure adjusts the engine's
+// Config.
+func newFixture(t *testing.T, db *gorm.DB, opts console.Options, configure ...func(*engine.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
+	cfg := engine.Config{DB: db, Logger: slog.New(slog.DiscardHandler)}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	eng, err := engine.New(cfg)
 	require.NoError(t, err)
 	eng.RegisterApplication("check", func(_ context.Context, c *engine.Call) (map[string]any, error) {
 		if fail, _ := c.Params["fail"].(bool); fail {

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,6 +65,10 @@ type instanceList struct {
 	States []wftype.ProcessState `json:"-"`
 	// Causes lists the incident causes to offer.
 	Causes []engine.IncidentCause `json:"-"`
+	// BulkQuery is the filter as a query ("?state=Running", or ""), for
+	// the bulk actions' forms (bulk.go); BulkActions the actions offered.
+	BulkQuery   string               `json:"-"`
+	BulkActions []engine.BatchAction `json:"-"`
 }
 
 // processStates are the process states a filter offers.
@@ -81,7 +86,10 @@ func (h *Handler) instancesView(r *http.Request) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	out := instanceList{Instances: page.Instances, States: processStates, Causes: engine.IncidentCauses}
+	out := instanceList{Instances: page.Instances, States: processStates, Causes: engine.IncidentCauses, BulkActions: bulkActions}
+	if q := filterQuery(r.URL.Query()); len(q) > 0 {
+		out.BulkQuery = "?" + q.Encode()
+	}
 	if page.Next != 0 {
 		out.Next = strconv.FormatInt(page.Next, 10)
 		out.NextPage = nextPage("/instances", r.URL.Query(), out.Next)
@@ -156,18 +164,20 @@ func nextPage(path string, q url.Values, cursor string) string {
 
 func queryInt(q url.Values, name string) (int, error) {
 	n, err := queryInt64(q, name)
+	if err == nil && n > math.MaxInt32 {
+		return 0, badRequest("%s %d is too large", name, n)
+	}
 	return int(n), err
 }
 
+// queryInt64 reads a query parameter as a number that is not negative
+// (an id or a cursor); 0 when absent.
 func queryInt64(q url.Values, name string) (int64, error) {
 	s := strings.TrimSpace(q.Get(name))
 	if s == "" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	if name == "definition" || name == "parent" || name == "after" {
-		n, err = strconv.ParseInt(s, 10, 64)
-	}
+	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
 		return 0, badRequest("%s %q is not a number", name, s)
 	}

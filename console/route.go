@@ -31,6 +31,10 @@ func (h *Handler) routes(mux *http.ServeMux) {
 	h.instanceRoutes(mux)
 	h.definitionRoutes(mux)
 	h.repairRoutes(mux)
+	h.workItemRoutes(mux)
+	h.incidentRoutes(mux)
+	h.bulkRoutes(mux)
+	h.engineRoutes(mux)
 }
 
 // unrouted answers a request no route takes with the console's own error
@@ -115,6 +119,15 @@ type action struct {
 	Done func(r *http.Request, result any) (flash, next string)
 }
 
+// shown is an action's result that changed nothing and is shown rather
+// than redirected after: a confirmation step (the count of what the
+// action will touch and a form to confirm it). The API answers with
+// Data.
+type shown struct {
+	Title, Nav, Template string
+	Data                 any
+}
+
 // action registers a at pattern ("POST /instances/{id}/suspend") for the
 // pages, and at /api plus the path for the API.
 func (h *Handler) action(mux *http.ServeMux, pattern string, a action) {
@@ -124,6 +137,14 @@ func (h *Handler) action(mux *http.ServeMux, pattern string, a action) {
 			result, err := h.perform(r, a)
 			if err != nil {
 				h.fail(w, r, err)
+				return
+			}
+			if s, ok := result.(*shown); ok {
+				if api {
+					writeJSON(w, http.StatusOK, s.Data)
+					return
+				}
+				h.render(w, r, http.StatusOK, s.Template, &page{Title: s.Title, Nav: s.Nav, Data: s.Data})
 				return
 			}
 			if api {
@@ -166,6 +187,9 @@ func (h *Handler) perform(r *http.Request, a action) (any, error) {
 	result, err := a.Do(r.Context(), r, in, op)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := result.(*shown); ok {
+		return result, nil // a step before the change (a confirmation): nothing changed yet
 	}
 	h.log.Info("console: action", "action", a.Name, "target", target, "actor", op.Actor, "reason", op.Reason)
 	return result, nil

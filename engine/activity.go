@@ -165,6 +165,7 @@ func (r *run) startWaiting(a *act) error {
 	case isLoop(a):
 		err = r.startLoop(a)
 	case IsManual(def):
+		a.dueAt = plan.due()
 		err = r.offer(a)
 	case def.Kind == xpdl.ActivitySubFlow:
 		err = r.startSubflow(a)
@@ -234,7 +235,7 @@ func (r *run) offer(a *act) error {
 	item := store.WorkItem{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID,
 		Name: a.def.Name, State: string(workitem.Offered), Performer: performer, Assignees: assignees,
-		Priority: priority(a.def.Priority), CreatedAt: r.now, UpdatedAt: r.now,
+		Priority: priority(a.def.Priority), DueAt: a.dueAt, CreatedAt: r.now, UpdatedAt: r.now,
 	}
 	wi, err := r.tx.InsertWorkItem(r.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: assignees})
 	if err != nil {
@@ -388,6 +389,7 @@ func (r *run) complete(a *act, exception string) error {
 	if r.skipping == a {
 		cmd, why = machine.ActivitySkip, "skipped by "+r.actor // an operator completes it without running it
 	}
+	a.raised = exception != ""
 	if err := r.setActivity(a, cmd, why); err != nil {
 		return err
 	}
@@ -706,7 +708,7 @@ func (r *run) callTools(a *act) (exception string, err error) {
 					ErrNotRetried, app.ID, a.def.ID)
 			}
 		}
-		out, err := callSafely(r.ctx, b.fn, call)
+		out, err := r.call(b.fn, call)
 		if err != nil {
 			if exc, ok := errors.AsType[*ApplicationException](err); ok {
 				return exc.Name, nil
@@ -733,6 +735,28 @@ func (r *run) callTools(a *act) (exception string, err error) {
 		}
 	}
 	return "", nil
+}
+
+// call calls an application or hook function, observing how long it
+// took and how it ended.
+func (r *run) call(fn ApplicationFunc, call *Call) (map[string]any, error) {
+	if r.e.observer == nil {
+		return callSafely(r.ctx, fn, call)
+	}
+	began := r.e.clock.Now()
+	out, err := callSafely(r.ctx, fn, call)
+	o := ApplicationCalled{
+		Application: call.Application, ToolAgentClass: call.ToolAgentClass, Hook: call.Hook, Process: r.pi.ProcessDefID,
+		Activity: call.ActivityID, Instance: call.ProcessInstanceID, ActivityInstance: call.ActivityInstanceID,
+		Duration: r.e.clock.Now().Sub(began), Result: CallOK,
+	}
+	if _, ok := errors.AsType[*ApplicationException](err); ok {
+		o.Result = CallException
+	} else if err != nil {
+		o.Result = CallError
+	}
+	r.called(o)
+	return out, err
 }
 
 // callSafely calls an application, turning a panic into a fatal error.

@@ -177,6 +177,13 @@ type Config struct {
 	// on a schedule (engine/retention.go, docs/operations.md); the zero
 	// value keeps them forever.
 	Retention Retention
+	// Observer receives the engine's measurements: instances and
+	// activities finishing, each event's processing, application calls,
+	// timers firing, group commits, incidents (observe.go; package
+	// metrics makes Prometheus metrics of them). An Observer that is an
+	// Attacher is attached to the engine by New. Nil observes nothing.
+	// Engine.Stats has the counters either way.
+	Observer Observer
 }
 
 // DeadBranchMode is what a lost branch does (Config.DeadBranch).
@@ -236,6 +243,7 @@ type Engine struct {
 	obsMu     sync.RWMutex
 	observers []func(Record)
 	seq       atomic.Int64
+	observer  Observer // Config.Observer; nil for none
 
 	state   atomic.Int32 // 0 new, 1 running, 2 stopped
 	runMu   sync.Mutex
@@ -354,6 +362,7 @@ func New(cfg Config) (*Engine, error) {
 		defs:        defs,
 		apps:        make(map[string]binding),
 		agents:      make(map[string]binding),
+		observer:    cfg.Observer,
 	}
 	e.reservesIDs = st.Capabilities().ReservesIDs
 	lanes := 1 // SQLite has one writer
@@ -361,6 +370,9 @@ func New(cfg Config) (*Engine, error) {
 		lanes = mysqlCommitLanes
 	}
 	e.commits = newGroupCommitter(st, lanes, maxCommitGroup, cfg.Clock, cfg.Logger)
+	if e.observer != nil {
+		e.commits.observe = func(o GroupCommitted) { e.observe(func(obs Observer) { obs.GroupCommitted(o) }) }
+	}
 	e.sched, err = scheduler.New(scheduler.Config{
 		Handler:          e.handle,
 		CriticalWorkers:  cfg.CriticalWorkers,
@@ -410,6 +422,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if e.retention, err = e.newRetention(cfg.Retention, cfg.Location); err != nil {
 		return nil, err
+	}
+	if a, ok := cfg.Observer.(Attacher); ok {
+		if err := a.Attach(e); err != nil {
+			return nil, fmt.Errorf("%w: Config.Observer: %w", ErrConfig, err)
+		}
 	}
 	return e, nil
 }

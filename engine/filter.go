@@ -76,11 +76,17 @@ type InstanceFilter struct {
 	IncidentCause IncidentCause
 	// Parent keeps the subflow instances this process instance started.
 	Parent int64
+	// IDs keeps the instances with these ids (at most MaxFilterIDs): a
+	// selection, as the console's bulk actions make one.
+	IDs []int64
 	// After is the cursor: the Next of the previous page.
 	After int64
 	// Limit is the page size; default 100, at most 1000.
 	Limit int
 }
+
+// MaxFilterIDs is the most ids InstanceFilter.IDs may list.
+const MaxFilterIDs = 1000
 
 // InstancePage is one page of process instances, in id order (oldest
 // first). Next is the cursor of the next page; 0 when this is the last.
@@ -140,6 +146,15 @@ func (f InstanceFilter) params() (store.ListProcessInstancesParams, error) {
 	if f.Version < 0 || f.DefinitionID < 0 || f.Parent < 0 {
 		return p, fmt.Errorf("%w: negative version or id", ErrBadFilter)
 	}
+	if len(f.IDs) > MaxFilterIDs {
+		return p, fmt.Errorf("%w: %d ids, at most %d", ErrBadFilter, len(f.IDs), MaxFilterIDs)
+	}
+	for _, id := range f.IDs {
+		if id <= 0 {
+			return p, fmt.Errorf("%w: instance id %d", ErrBadFilter, id)
+		}
+	}
+	p.IDs = f.IDs
 	if !f.StartedAfter.IsZero() {
 		p.CreatedFrom = &f.StartedAfter
 	}

@@ -60,6 +60,9 @@ type groupCommitter struct {
 
 	groups  atomic.Uint64 // database transactions committed or rolled back
 	members atomic.Uint64 // engine transactions run in them
+	// observe, when set, receives each database transaction as it ends
+	// (Config.Observer).
+	observe func(GroupCommitted)
 }
 
 // commitLane is one queue of callers and the group it is running.
@@ -183,6 +186,7 @@ func (g *groupCommitter) do(ctx context.Context, body txBody, critical bool) err
 func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 	g.groups.Add(1)
 	g.members.Add(uint64(len(group)))
+	critical := group[0].critical
 	began := g.clock.Now()
 	defer func() {
 		if took := g.clock.Now().Sub(began); took > slowCommit {
@@ -194,12 +198,13 @@ func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 		r.err = g.store.InTx(r.ctx, func(ctx context.Context, tx store.Tx) error {
 			return callBody(ctx, tx, r.body)
 		})
+		g.observed(1, critical, began, r.err != nil)
 		return 1
 	}
 	// The group's transaction must not end with its leader's context:
 	// the others' work is in it.
 	ctx := context.WithoutCancel(group[0].ctx)
-	yield := func() bool { return !group[0].critical && l.critical.Load() > 0 }
+	yield := func() bool { return !critical && l.critical.Load() > 0 }
 	failed, ran, err := g.runOptimistic(ctx, group, yield)
 	if failed < 0 {
 		if err != nil {
@@ -207,8 +212,10 @@ func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 				r.err = err
 			}
 		}
+		g.observed(ran, critical, began, err != nil)
 		return ran
 	}
+	g.observed(failed+1, critical, began, true)
 	// A member failed and took the transaction with it. Its error is its
 	// outcome; the others run again, each in a savepoint of its own so
 	// that a second failure cannot cost a third transaction.
@@ -220,8 +227,18 @@ func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 			rest = append(rest, r)
 		}
 	}
-	g.runIsolated(ctx, rest)
+	again := g.clock.Now()
+	failedAgain := g.runIsolated(ctx, rest)
+	g.observed(len(rest), critical, again, failedAgain)
 	return len(group)
+}
+
+// observed reports one database transaction of members engine
+// transactions, begun at began, to the observer.
+func (g *groupCommitter) observed(members int, critical bool, began time.Time, failed bool) {
+	if g.observe != nil {
+		g.observe(GroupCommitted{Members: members, Critical: critical, Duration: g.clock.Now().Sub(began), Failed: failed})
+	}
 }
 
 // runOptimistic runs the group's members one after another in one
@@ -251,8 +268,9 @@ func (g *groupCommitter) runOptimistic(ctx context.Context, group []*commitReque
 }
 
 // runIsolated runs the members in one transaction, each in a savepoint,
-// so that one that fails is rolled back alone and the others commit.
-func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest) {
+// so that one that fails is rolled back alone and the others commit. It
+// reports whether the transaction failed as a whole.
+func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest) bool {
 	err := g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
 		db := tx.(*gormstore.Store).DB()
 		for i, r := range group {
@@ -282,6 +300,7 @@ func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest
 			}
 		}
 	}
+	return err != nil
 }
 
 // callBody runs body, turning a panic into an error so that one run's

@@ -277,3 +277,39 @@ func TestGroupCommitCriticalGoesFirst(t *testing.T) {
 		require.Equal(t, []string{"a", "b", "c", "d", "x"}, scratchKeys(t, db), "e is left for a later group")
 	})
 }
+
+func TestGroupCommitIsObserved(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		g := newScratchCommitter(t, db)
+		clock := timer.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		g.clock = clock
+		var seen []GroupCommitted
+		g.observe = func(o GroupCommitted) { seen = append(seen, o) }
+		slow := func(key string) txBody {
+			return func(ctx context.Context, tx store.Tx) error {
+				clock.Advance(time.Second)
+				return insertScratch(key)(ctx, tx)
+			}
+		}
+
+		g.run(g.lanes[0], []*commitRequest{{ctx: t.Context(), body: slow("a")}, {ctx: t.Context(), body: slow("b")}})
+		require.Equal(t, []GroupCommitted{{Members: 2, Duration: 2 * time.Second}}, seen)
+
+		seen = nil
+		g.run(g.lanes[0], []*commitRequest{
+			{ctx: t.Context(), body: slow("c")},
+			{ctx: t.Context(), body: func(context.Context, store.Tx) error { return errors.New("refused") }},
+			{ctx: t.Context(), body: slow("d")},
+		})
+		require.Equal(t, []GroupCommitted{
+			{Members: 2, Duration: time.Second, Failed: true}, // c, then the failure: rolled back
+			{Members: 2, Duration: 2 * time.Second},           // c and d again, each in a savepoint
+		}, seen)
+
+		seen = nil
+		g.run(g.critical, []*commitRequest{{ctx: t.Context(), body: slow("e"), critical: true}})
+		require.Equal(t, []GroupCommitted{{Members: 1, Critical: true, Duration: time.Second}}, seen)
+		require.Equal(t, []string{"a", "b", "c", "d", "e"}, scratchKeys(t, db))
+	})
+}

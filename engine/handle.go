@@ -24,16 +24,42 @@ const maxConflictRetries = 20
 // handle is the scheduler's Handler: it processes one event of one
 // process instance in one transaction, then hands the events that
 // transaction produced to the scheduler and the records to observers.
+// The Observer sees how long the event waited and how long it took.
 func (e *Engine) handle(ctx context.Context, ev store.Event) error {
+	if e.observer == nil {
+		_, err := e.process(ctx, ev)
+		return err
+	}
+	began := e.clock.Now()
+	result, err := e.process(ctx, ev)
+	if err != nil && result == EventDone {
+		result = EventRetried
+	}
+	ready := ev.CreatedAt
+	if ev.AvailableAt.After(ready) {
+		ready = ev.AvailableAt
+	}
+	o := EventProcessed{Kind: ev.Kind, Critical: ev.Critical, Instance: ev.ProcessInstanceID, Attempt: max(ev.Attempts, 1),
+		Duration: e.clock.Now().Sub(began), Result: result}
+	if !ready.IsZero() {
+		o.Lag = max(began.Sub(ready), 0) // another node's clock may be ahead
+	}
+	e.observe(func(obs Observer) { obs.EventProcessed(o) })
+	return err
+}
+
+// process is handle without the observation: it says what came of the
+// event.
+func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, error) {
 	var p payload
 	if len(ev.Payload) > 0 {
 		if err := json.Unmarshal(ev.Payload, &p); err != nil {
 			e.log.Error("dropping an event with a malformed payload", "event", ev.ID, "kind", ev.Kind, "err", err)
-			return e.store.MarkEventsProcessed(ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: e.now()})
+			return EventDropped, e.store.MarkEventsProcessed(ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: e.now()})
 		}
 	}
 	if ev.Kind == evNotify {
-		return e.notify(ctx, ev, p)
+		return EventDone, e.notify(ctx, ev, p)
 	}
 	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) error {
 		r.redelivered = ev.Attempts > 1
@@ -81,15 +107,15 @@ func (e *Engine) handle(ctx context.Context, ev store.Event) error {
 		// Another node has the event now, or processed it already (a
 		// second delivery): it is theirs.
 		e.log.Debug("dropping an event this node no longer holds", "event", ev.ID, "kind", ev.Kind)
-		return nil
+		return EventDropped, nil
 	}
 	if err != nil {
 		// Try again after a backoff, on this node or another; the
 		// transaction rolled back, so the retry starts from the same
 		// state (an application call is repeated with the same key).
-		return e.retryLater(ctx, ev, err)
+		return EventRetried, e.retryLater(ctx, ev, err)
 	}
-	return nil
+	return EventDone, nil
 }
 
 // retryDelay is the backoff before the next attempt of an event that
@@ -121,11 +147,22 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn func(r *run) error) error {
 	doomed := map[string]failure{}
 	bodies := 0 // runs of the body, across attempts and group-commit replays
+	// The application calls of every attempt, observed once the
+	// transaction is over whatever its outcome: they happened.
+	var calls []ApplicationCalled
+	if e.observer != nil {
+		defer func() {
+			for _, c := range calls {
+				e.observe(func(obs Observer) { obs.ApplicationCalled(c) })
+			}
+		}()
+	}
 	for attempt := 0; ; attempt++ {
 		var r *run
 		body := func(ctx context.Context, tx store.Tx) error {
 			bodies++
 			r = e.newRun(ctx, tx.(*gormstore.Store), actor)
+			r.calls = &calls
 			r.doomed = doomed
 			// A body run again (a conflict, a failure rolled back, a
 			// group commit replayed after another member failed) may
@@ -181,11 +218,19 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			// their own, which must come after these (a trace reads in
 			// the order things happened to an instance).
 			e.publish(r.records)
+			e.deliver(r.observed)
 			e.bus.Dispatch(r.published)
 		} else {
 			e.bus.Nudge()
 		}
 		return nil
+	}
+}
+
+// deliver hands the observations of a committed run to the observer.
+func (e *Engine) deliver(observed []func(Observer)) {
+	for _, fn := range observed {
+		e.observe(fn)
 	}
 }
 

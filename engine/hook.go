@@ -88,7 +88,7 @@ func (r *run) callHooks(a *act, event string) (exception string, err error) {
 			IdempotencyKey:     fmt.Sprintf("%d/%d/%d/%s/%d", r.pi.ID, a.row.ID, a.row.Attempt, event, i),
 			ProcessInstanceID:  r.pi.ID, ActivityInstanceID: a.row.ID, ActivityID: a.def.ID,
 		}
-		out, err := callSafely(r.ctx, b.fn, call)
+		out, err := r.call(b.fn, call)
 		if err != nil {
 			if exc, ok := errors.AsType[*ApplicationException](err); ok {
 				return exc.Name, nil

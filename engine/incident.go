@@ -165,6 +165,22 @@ func (e *Engine) Incidents(ctx context.Context, f IncidentFilter) (IncidentPage,
 	return page, nil
 }
 
+// Incident returns one incident, open or resolved (ErrNotFound when there
+// is none).
+func (e *Engine) Incident(ctx context.Context, id int64) (Incident, error) {
+	row, err := e.store.GetIncident(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Incident{}, notFound("incident", id)
+	} else if err != nil {
+		return Incident{}, err
+	}
+	inc := incidentOf(row)
+	if pi, err := e.store.GetProcessInstance(ctx, row.ProcessInstanceID); err == nil {
+		inc.Process = pi.ProcessDefID
+	}
+	return inc, nil
+}
+
 // IncidentCounts counts the open incidents by cause.
 func (e *Engine) IncidentCounts(ctx context.Context) (map[IncidentCause]int64, error) {
 	counts, err := e.store.CountIncidents(ctx, []string{store.IncidentOpen})
@@ -234,8 +250,17 @@ func (r *run) flushIncidents() error {
 			id := p.act.row.ID
 			inc.ActivityInstanceID, inc.ActivityDefID = &id, p.act.def.ID
 		}
-		if _, err := r.tx.RecordIncident(r.ctx, inc); err != nil {
+		_, opened, err := r.tx.RecordIncident(r.ctx, inc)
+		if err != nil {
 			return err
+		}
+		if opened {
+			o := IncidentOpened{Cause: IncidentCause(inc.Cause), Process: r.pi.ProcessDefID, Instance: r.pi.ID,
+				Activity: inc.ActivityDefID, Application: inc.Application}
+			if inc.ActivityInstanceID != nil {
+				o.ActivityInstance = *inc.ActivityInstanceID
+			}
+			r.note(func(obs Observer) { obs.IncidentOpened(o) })
 		}
 	}
 	for _, res := range r.resolved {
@@ -243,8 +268,13 @@ func (r *run) flushIncidents() error {
 		if res.By == "" {
 			res.By = r.actor
 		}
-		if _, err := r.tx.ResolveIncidents(r.ctx, res); err != nil {
+		n, err := r.tx.ResolveIncidents(r.ctx, res)
+		if err != nil {
 			return err
+		}
+		if n > 0 {
+			o := IncidentsResolved{Instance: r.pi.ID, Count: int(n), Resolution: res.Resolution}
+			r.note(func(obs Observer) { obs.IncidentsResolved(o) })
 		}
 	}
 	return nil
@@ -281,7 +311,11 @@ func (e *Engine) recordFailing(ctx context.Context, instance int64, attempt int,
 		Error: err.Error(), Application: ce.app, Params: paramsJSON(ce.params), Attempts: attempt, LastFailureAt: e.now(),
 	}
 	for try := 0; try < 2; try++ {
-		_, rerr := e.store.RecordIncident(ctx, inc)
+		_, opened, rerr := e.store.RecordIncident(ctx, inc)
+		if opened {
+			o := IncidentOpened{Cause: CauseFailing, Instance: instance, Activity: ce.actDef, ActivityInstance: id, Application: ce.app}
+			e.observe(func(obs Observer) { obs.IncidentOpened(o) })
+		}
 		if rerr == nil || !errors.Is(rerr, store.ErrDuplicate) {
 			if rerr != nil {
 				e.log.Warn("could not record a failing application's incident", "instance", instance, "err", rerr)

@@ -107,6 +107,7 @@ func (e *Engine) retryLater(ctx context.Context, ev store.Event, err error) erro
 		// redelivery from the database would.
 		next := ev
 		next.Attempts++
+		next.AvailableAt = at // as the database would have it
 		if e.bus.Redeliver(next, at) {
 			e.log.Warn("event processing failed and the retry could not be recorded; retrying from memory",
 				"event", ev.ID, "kind", ev.Kind, "attempt", ev.Attempts, "in", delay, "err", err, "retry_err", rerr)

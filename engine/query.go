@@ -140,6 +140,17 @@ type WorkItemFilter struct {
 	Owner string
 	// Performer keeps the items for this participant.
 	Performer string
+	// Activity keeps the items of the XPDL activity with this id.
+	Activity string
+	// DueBefore keeps the items due before this time (with
+	// Engine.Now, the overdue ones); items without a deadline are
+	// never due.
+	DueBefore *time.Time
+	// VisibleTo keeps the items in this principal's worklist: the open
+	// items offered to the user, role or unit and held by nobody, and,
+	// for a user, the open items they hold. (A user's whole worklist,
+	// through their roles and units, is Engine.Worklist.)
+	VisibleTo *Principal
 	// After is the cursor: the Next of the previous page.
 	After int64
 	// Limit is the page size; default 100, at most 1000.
@@ -354,7 +365,17 @@ func (e *Engine) WorkItems(ctx context.Context, f WorkItemFilter) (WorkItemPage,
 	limit := pageLimit(f.Limit)
 	params := store.ListWorkItemsParams{
 		ProcessInstanceID: f.Instance, ActivityInstanceID: f.ActivityInstance, Owner: f.Owner, Performer: f.Performer,
-		AfterID: f.After, Limit: limit + 1,
+		ActivityDefID: f.Activity, AfterID: f.After, Limit: limit + 1,
+	}
+	if f.DueBefore != nil {
+		t := f.DueBefore.UTC()
+		params.DueBefore = &t
+	}
+	if p := f.VisibleTo; p != nil {
+		if p.ID == "" || (p.Kind != PrincipalUser && p.Kind != PrincipalRole && p.Kind != PrincipalUnit) {
+			return WorkItemPage{}, fmt.Errorf("%w: VisibleTo %q:%q is not a user, role or unit", ErrBadFilter, p.Kind, p.ID)
+		}
+		params.VisibleTo = p
 	}
 	for _, s := range f.States {
 		if !slices.Contains(workitem.States, s) {

@@ -88,6 +88,13 @@ type run struct {
 	// created counts the activities this run created, by scope and
 	// definition, to give each a key that a rerun gives it again.
 	created map[string]int
+	// observed are the observations for Config.Observer, handed over
+	// once the run's transaction committed (nil without an observer).
+	observed []func(Observer)
+	// calls collects the application calls of every attempt of the
+	// transaction (transactAs), observed whether or not it commits; nil
+	// outside transactAs, where calls are observed as they return.
+	calls *[]ApplicationCalled
 }
 
 // act is an activity instance with its definition. A run changes
@@ -112,6 +119,13 @@ type act struct {
 	// assignTo, when set, is the only user a manual activity is offered
 	// to (a rollback or withdraw gives the work back to who did it).
 	assignTo string
+	// dueAt, for a manual activity about to be offered, is when its work
+	// should be done: its first deadline or its limit (the work item's
+	// DueAt); nil when it has neither.
+	dueAt *time.Time
+	// raised: the activity completes by an exception (complete); its
+	// observed outcome is ActivityException.
+	raised bool
 	// key names the activity instance across attempts of one
 	// transaction: "#ID" for one created before the run; for one the run
 	// creates, its scope's key, its definition id and how many of them
@@ -269,6 +283,11 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	if typ := processRecord[to]; typ != "" {
 		r.record(Record{Type: typ, State: string(to), Error: diagnosis})
 	}
+	if outcome := instanceOutcome[to]; outcome != "" && r.e.observer != nil {
+		o := InstanceFinished{Package: r.packageID(), Process: r.pi.ProcessDefID, Version: r.version(), Instance: r.pi.ID,
+			Outcome: outcome, Duration: r.e.clock.Now().Sub(r.pi.CreatedAt)}
+		r.note(func(obs Observer) { obs.InstanceFinished(o) })
+	}
 	switch to {
 	case wftype.ProcessLocking:
 		r.incidents = append(r.incidents, pendingIncident{failure: failure{cause: CauseLocking, diagnosis: diagnosis}})
@@ -279,6 +298,12 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 		return r.releaseLocks() // lock.go
 	}
 	return nil
+}
+
+var instanceOutcome = map[wftype.ProcessState]InstanceOutcome{
+	wftype.ProcessCompleted:  InstanceCompleted,
+	wftype.ProcessTerminated: InstanceTerminated,
+	wftype.ProcessLocking:    InstanceLocked,
 }
 
 var processRecord = map[wftype.ProcessState]string{
@@ -325,7 +350,73 @@ func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string)
 		return nil
 	}
 	r.recordActivity(a, rec)
+	if to == wftype.ActivityCompleted || to == wftype.ActivityAbnormal {
+		r.activityFinished(a, activityOutcome(a, cmd, to, diagnosis))
+	}
 	return nil
+}
+
+// activityOutcome classifies how activity a finished: cmd moved it to
+// state to, giving diagnosis as the reason.
+func activityOutcome(a *act, cmd machine.ActivityCommand, to wftype.ActivityState, diagnosis string) ActivityOutcome {
+	switch {
+	case to == wftype.ActivityAbnormal:
+		return ActivityAbnormal
+	case cmd == machine.ActivitySkip && strings.HasPrefix(diagnosis, "skipped by "):
+		return ActivitySkipped
+	case a.raised || strings.HasPrefix(diagnosis, "exception "):
+		return ActivityException
+	case diagnosis == "":
+		return ActivityCompleted
+	}
+	return ActivityCancelled // withdrawn, interrupted, cancelled by a move (forceComplete)
+}
+
+// activityFinished queues the observation of activity a's end.
+func (r *run) activityFinished(a *act, outcome ActivityOutcome) {
+	if r.e.observer == nil {
+		return
+	}
+	o := ActivityFinished{Package: r.packageID(), Process: r.pi.ProcessDefID, Version: r.version(), Activity: a.def.ID,
+		Type: ActivityTypeOf(a.def), Instance: r.pi.ID, Outcome: outcome, Duration: r.e.clock.Now().Sub(a.row.CreatedAt)}
+	r.note(func(obs Observer) {
+		o.ActivityInstance = a.row.ID // known once written (flush)
+		obs.ActivityFinished(o)
+	})
+}
+
+// note queues an observation for when the run's transaction commits.
+func (r *run) note(fn func(Observer)) {
+	if r.e.observer != nil {
+		r.observed = append(r.observed, fn)
+	}
+}
+
+// called observes an application call: with the transaction's other
+// calls when it is over (transactAs), else at once.
+func (r *run) called(c ApplicationCalled) {
+	switch {
+	case r.e.observer == nil:
+	case r.calls == nil:
+		r.e.observe(func(obs Observer) { obs.ApplicationCalled(c) })
+	default:
+		*r.calls = append(*r.calls, c)
+	}
+}
+
+// packageID and version name the run's definition for observations.
+func (r *run) packageID() string {
+	if r.dep == nil {
+		return ""
+	}
+	return r.dep.def.PackageID
+}
+
+func (r *run) version() int {
+	if r.dep == nil {
+		return 0
+	}
+	return r.dep.def.Version
 }
 
 // identify makes sure a new activity instance has its ID: reserved when
@@ -488,6 +579,7 @@ func (r *run) flush(hosted bool) error {
 		}
 		r.published = append(r.published, c.published...)
 		r.records = append(r.records, c.records...)
+		r.observed = append(r.observed, c.observed...)
 		if !c.nextDue.IsZero() && (r.nextDue.IsZero() || c.nextDue.Before(r.nextDue)) {
 			r.nextDue = c.nextDue
 		}

@@ -186,6 +186,7 @@ func (e *Engine) fireStartTimer(ctx context.Context, tx store.Tx, t store.Timer)
 	return func() {
 		e.remember(child)
 		e.publish(child.records) // before the events that make records of their own
+		e.deliver(child.observed)
 		e.bus.Dispatch(child.published)
 		if !next.IsZero() {
 			e.timers.Armed(next)

@@ -40,6 +40,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	r := e.newRun(r0.ctx, r0.tx, r0.actor)
 	r.now = r0.now
 	r.doomed, r.rerun = r0.doomed, r0.rerun // one transaction, one history of attempts
+	r.calls = r0.calls
 	r.dep, r.proc = dep, proc
 	pi := store.ProcessInstance{
 		DefinitionID: dep.def.ID, ProcessDefID: proc.ID, State: string(wftype.ProcessInitiated),

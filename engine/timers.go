@@ -93,6 +93,20 @@ func movesOn(t store.Timer) bool {
 // activity Abnormal instead of half started.
 type timedWork []store.Timer
 
+// due is when the work of an activity with these timers should be done:
+// its first deadline or its limit, whichever comes first; nil when it has
+// neither.
+func (w timedWork) due() *time.Time {
+	var due *time.Time
+	for _, t := range w {
+		if (t.Kind == timerDeadline || t.Kind == timerLimit) && (due == nil || t.DueAt.Before(*due)) {
+			at := t.DueAt
+			due = &at
+		}
+	}
+	return due
+}
+
 // hasTimers reports whether instances of def can have timers: a
 // deadline, a limit, a reminder policy, a boundary timer, or being a
 // timer event.
@@ -430,15 +444,30 @@ func (e *Engine) fireTimers(ctx context.Context, tx store.Tx, fired []store.Time
 			return nil, err
 		}
 	}
-	if len(published) == 0 && len(afters) == 0 {
+	observe := e.observer != nil && len(fired) > 0
+	if len(published) == 0 && len(afters) == 0 && !observe {
 		return nil, nil
 	}
 	return func() {
+		if observe {
+			e.timersFired(fired)
+		}
 		for _, after := range afters { // their records before the events' (see transact)
 			after()
 		}
 		e.bus.Dispatch(published)
 	}, nil
+}
+
+// timersFired observes timers whose firing committed.
+func (e *Engine) timersFired(fired []store.Timer) {
+	for _, t := range fired {
+		o := FiredTimer{Kind: TimerKind(t.Kind), Instance: t.ProcessInstanceID, Due: t.DueAt}
+		if t.FiredAt != nil {
+			o.Lateness = max(t.FiredAt.Sub(t.DueAt), 0)
+		}
+		e.observe(func(obs Observer) { obs.TimerFired(o) })
+	}
 }
 
 // timerFired handles a fired timer of the run's instance. A timer whose

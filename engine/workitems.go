@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -82,6 +83,11 @@ type Completion struct {
 	// Outputs are new values of variables, by id, type-checked against
 	// their declarations.
 	Outputs map[string]any
+	// TextOutputs are outputs written as text (a form's fields), parsed
+	// by the declared types as StartOptions.TextVariables are; an output
+	// in both takes its Outputs value. WorkItemForm lists what an item
+	// takes.
+	TextOutputs map[string]string
 	// IdempotencyKey, when not empty, makes a repeated completion with
 	// the same key and outputs a no-op that returns the first result.
 	IdempotencyKey string
@@ -255,7 +261,20 @@ func (r *run) completeItem(wi *store.WorkItem, a *act, c Completion, detail map[
 
 // repeatedCompletion answers a completion whose key was seen before.
 func (r *run) repeatedCompletion(wi store.WorkItem, c Completion, done *WorkItem) error {
-	got, err := canonicalOutputs(c.Outputs)
+	outputs := c.Outputs
+	if len(c.TextOutputs) > 0 {
+		if err := r.load(wi.ProcessInstanceID); err != nil {
+			return err
+		}
+		def, err := r.activityDef(wi.ActivityDefID)
+		if err != nil {
+			return err
+		}
+		if outputs, err = r.outputs(def, c); err != nil {
+			return err
+		}
+	}
+	got, err := canonicalOutputs(outputs)
 	if err != nil {
 		return err
 	}
@@ -520,20 +539,15 @@ func (r *run) applyOutputs(wi store.WorkItem, a *act, c Completion) ([]byte, err
 	if _, err := r.variables(); err != nil {
 		return nil, err
 	}
-	allowed := map[string]bool{}
-	for _, ea := range a.def.ExtendedAttributes {
-		if ea.Name == AttrVariableToProcessUpdate {
-			allowed[strings.TrimSpace(ea.Value)] = true
-		}
+	outputs, err := r.outputs(a.def, c)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, 0, len(c.Outputs))
-	for name := range c.Outputs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	allowed := updatable(a.def)
+	names := slices.Sorted(maps.Keys(outputs))
 	typed := make(map[string]any, len(names))
 	for _, name := range names {
-		value := c.Outputs[name]
+		value := outputs[name]
 		_, declared := r.decls[name]
 		if params := a.def.FormalParameters; len(params) > 0 {
 			i := slices.IndexFunc(params, func(fp *xpdl.FormalParameter) bool { return fp.ID == name })

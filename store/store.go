@@ -187,6 +187,9 @@ type Tx interface {
 	// NextTimerDue returns the earliest DueAt of the pending timers, and
 	// false when there are none.
 	NextTimerDue(ctx context.Context) (time.Time, bool, error)
+	// CountTimers counts the timers by state, and the pending ones whose
+	// DueAt is not after now (due and not fired yet).
+	CountTimers(ctx context.Context, now time.Time) (TimerCounts, error)
 	// ListTimers returns the timers matching the filter, earliest DueAt
 	// first, then ID.
 	ListTimers(ctx context.Context, params ListTimersParams) ([]Timer, error)
@@ -294,8 +297,9 @@ type Tx interface {
 	// else one more than before. A new incident gets FirstFailureAt =
 	// inc.LastFailureAt (when FirstFailureAt is zero) and Attempts at
 	// least 1. ID, State and the resolution fields of inc are ignored.
-	// The incident is returned as stored.
-	RecordIncident(ctx context.Context, inc Incident) (Incident, error)
+	// The incident is returned as stored; opened says whether it is new
+	// (false: the subject's open incident was updated).
+	RecordIncident(ctx context.Context, inc Incident) (stored Incident, opened bool, err error)
 	// ResolveIncidents resolves the open incidents params selects and
 	// returns how many it resolved.
 	ResolveIncidents(ctx context.Context, params ResolveIncidentsParams) (int64, error)
@@ -503,6 +507,8 @@ type ListProcessInstancesParams struct {
 	// OpenIncidentCause, when not empty, keeps only instances with an
 	// open incident of that cause.
 	OpenIncidentCause string
+	// IDs, when not empty, keeps only the instances with these ids.
+	IDs []int64
 }
 
 // UpdateActivityInstanceParams are the arguments of
@@ -614,6 +620,15 @@ type ListWorkItemsParams struct {
 	// Performer, when not empty, keeps only items of that performer
 	// (the participant the item is offered or assigned to).
 	Performer string
+	// ActivityDefID, when not empty, keeps only items of that XPDL
+	// activity.
+	ActivityDefID string
+	// DueBefore, when not nil, keeps only items with a DueAt before it.
+	DueBefore *time.Time
+	// VisibleTo, when not nil, keeps only the items in that principal's
+	// worklist: the open items offered to it and held by nobody, and, for
+	// a user, the open items they hold (UpdateWorkItemParams.VisibleTo).
+	VisibleTo *Principal
 }
 
 // MaxWorklistLimit is the largest ListWorklistParams.Limit.
@@ -783,6 +798,16 @@ type FireDueTimersParams struct {
 	Now time.Time
 	// Limit is the most timers fired; must be greater than 0.
 	Limit int
+}
+
+// TimerCounts is what Tx.CountTimers returns.
+type TimerCounts struct {
+	// Pending, Paused and Fired count the timers in each state (fired
+	// ones wait for their event to be processed).
+	Pending, Paused, Fired int64
+	// Due counts the pending timers due at or before the time asked
+	// about: they should have fired.
+	Due int64
 }
 
 // ListTimersParams filter Tx.ListTimers; zero fields match everything.

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goxpdl/goxpdl/internal/demo"
 	"github.com/goxpdl/goxpdl/internal/docblocks"
 )
 
@@ -43,6 +46,11 @@ func TestReadmeCommandsRun(t *testing.T) {
 					}
 				}
 			}
+			if args[0] == "serve" {
+				readmeServe(t, b.Line, args[1:])
+				ran++
+				continue
+			}
 			var stdout, stderr bytes.Buffer
 			code := run(args, strings.NewReader(""), &stdout, &stderr)
 			require.Equal(t, exitOK, code, "README.md:%d: goxpdl %s\n%s", b.Line, strings.Join(cmd[3:], " "), stderr.String())
@@ -53,4 +61,25 @@ func TestReadmeCommandsRun(t *testing.T) {
 		}
 	}
 	require.Positive(t, ran, "the README shows no go run ./cmd/goxpdl command any more")
+}
+
+// readmeServe runs a README's "goxpdl serve" line the way a reader
+// would, on a free port instead of the fixed one: it must listen, serve
+// the dashboard, and stop cleanly (as on Ctrl-C).
+func readmeServe(t *testing.T, line int, args []string) {
+	t.Helper()
+	o := serveOptions{demo: demo.Config{StartEvery: time.Hour}} // one start is enough to check
+	for _, a := range args {
+		switch a {
+		case "--demo":
+			o.demoEnabled = true
+		default:
+			t.Fatalf("README.md:%d: goxpdl serve %s: the test knows no flag %s; teach readmeServe", line, strings.Join(args, " "), a)
+		}
+	}
+	s := startServe(t, o)
+	res, body := s.get(nil, "/")
+	require.Equal(t, http.StatusOK, res.StatusCode, "README.md:%d: the dashboard", line)
+	require.Contains(t, body, "Dashboard")
+	require.Equal(t, exitOK, s.stop(), "README.md:%d: serve stops cleanly", line)
 }

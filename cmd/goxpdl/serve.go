@@ -17,11 +17,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/goxpdl/goxpdl/console"
 	"github.com/goxpdl/goxpdl/console/users"
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/internal/demo"
 	"github.com/goxpdl/goxpdl/internal/startstop"
+	"github.com/goxpdl/goxpdl/metrics"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
@@ -161,7 +165,8 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closeDB()
-	e, err := engine.New(engine.Config{DB: db, Logger: logger, NoOpUnboundApplications: true})
+	observed := metrics.New(metrics.WithLogger(logger))
+	e, err := engine.New(engine.Config{DB: db, Logger: logger, NoOpUnboundApplications: true, Observer: observed})
 	if err != nil {
 		printErr(stderr, "goxpdl serve: %v (is %s an engine database?)\n", err, describeDB(o.db))
 		return exitUsage
@@ -209,7 +214,9 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) int {
 		}()
 	}
 
-	handler, err := serveHandler(e, o, auth, logger)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(observed, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handler, err := serveHandler(e, o, auth, reg, logger)
 	if err != nil {
 		printErr(stderr, "goxpdl serve: %v\n", err)
 		return exitUsage
@@ -271,7 +278,7 @@ func runServer(ctx context.Context, srv *http.Server, ln net.Listener, logger *s
 
 // serveHandler is the whole site: the console (behind the login when
 // there are users) and the metrics.
-func serveHandler(e *engine.Engine, o serveOptions, auth *users.Auth, logger *slog.Logger) (http.Handler, error) {
+func serveHandler(e *engine.Engine, o serveOptions, auth *users.Auth, reg *prometheus.Registry, logger *slog.Logger) (http.Handler, error) {
 	opts := console.Options{ReadOnly: o.readOnly, Logger: logger}
 	if auth != nil {
 		opts.Authorize, opts.Actor = users.Authorize, users.Actor
@@ -280,15 +287,14 @@ func serveHandler(e *engine.Engine, o serveOptions, auth *users.Auth, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	var site http.Handler = h
+	var site, scrape http.Handler = h, metrics.Handler(reg)
 	if auth != nil {
-		site = auth.Handler(h)
+		// A scraper logs in with basic auth, as any user may read.
+		site, scrape = auth.Handler(h), auth.Handler(scrape)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", site)
-	// TODO(lead, #20): mount the Prometheus endpoint of package metrics
-	// (another helper's branch) at /metrics, behind auth when there are
-	// users; it was not on main when serve was written.
+	mux.Handle("GET /metrics", scrape)
 	return mux, nil
 }
 

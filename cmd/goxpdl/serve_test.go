@@ -205,6 +205,12 @@ func TestServe(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(body), &page), body)
 			require.Empty(t, page.Instances)
 
+			// Prometheus scrapes the engine's metrics at /metrics.
+			res, body = s.get(nil, "/metrics")
+			require.Equal(t, http.StatusOK, res.StatusCode, body)
+			require.Contains(t, body, "goxpdl_pool_workers{")
+			require.Contains(t, body, "go_goroutines")
+
 			// Without users, anyone on loopback may act: the console
 			// answers (404: no such instance) rather than refusing.
 			res, body = s.do(nil, http.MethodPost, "/api/instances/99/suspend", strings.NewReader(`{"reason":"test"}`), "Content-Type", "application/json")
@@ -266,6 +272,11 @@ func TestServeWithUsers(t *testing.T) {
 	}
 	res, _ = s.get(nil, "/api/instances", basic("vera", "wrong")...)
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	res, _ = s.get(nil, "/metrics")
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "metrics need a login when there are users")
+	res, metricsBody := s.get(nil, "/metrics", basic("vera", "vera")...)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, metricsBody, "goxpdl_")
 	res, body := s.get(nil, "/api/instances", basic("vera", "vera")...)
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	suspend := func(user string) (*http.Response, string) {

@@ -59,23 +59,25 @@ func incidentKey(processInstanceID int64, activityInstanceID *int64) string {
 }
 
 // RecordIncident implements store.Tx.
-func (s *Store) RecordIncident(ctx context.Context, inc store.Incident) (store.Incident, error) {
+func (s *Store) RecordIncident(ctx context.Context, inc store.Incident) (store.Incident, bool, error) {
 	switch {
 	case inc.ProcessInstanceID == 0:
-		return store.Incident{}, errors.New("record incident: no process instance")
+		return store.Incident{}, false, errors.New("record incident: no process instance")
 	case inc.Cause == "":
-		return store.Incident{}, errors.New("record incident: no cause")
+		return store.Incident{}, false, errors.New("record incident: no cause")
 	}
 	if err := requireTime("record incident: last failure at", inc.LastFailureAt); err != nil {
-		return store.Incident{}, err
+		return store.Incident{}, false, err
 	}
 	key := incidentKey(inc.ProcessInstanceID, inc.ActivityInstanceID)
 	var out incidentModel
+	opened := false
 	err := s.atomic(ctx, func(db *gorm.DB) error {
 		var old incidentModel
 		err := db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Take(&old, "open_key = ?", key).Error
 		switch {
 		case errors.Is(err, gorm.ErrRecordNotFound):
+			opened = true
 			first := inc.FirstFailureAt
 			if first.IsZero() {
 				first = inc.LastFailureAt
@@ -107,9 +109,9 @@ func (s *Store) RecordIncident(ctx context.Context, inc store.Incident) (store.I
 		}).Error
 	})
 	if err != nil {
-		return store.Incident{}, wrap(err, "record incident %s", key)
+		return store.Incident{}, false, wrap(err, "record incident %s", key)
 	}
-	return out.row(), nil
+	return out.row(), opened, nil
 }
 
 // ResolveIncidents implements store.Tx.

@@ -154,6 +154,9 @@ func (s *Store) ListProcessInstances(ctx context.Context, params store.ListProce
 		q = q.Where("EXISTS (SELECT 1 FROM "+tableIncidents+" i WHERE i.process_instance_id = "+
 			tableProcessInstances+".id AND i.state = ? AND i.cause = ?)", store.IncidentOpen, params.OpenIncidentCause)
 	}
+	if len(params.IDs) > 0 {
+		q = q.Where("id IN ?", params.IDs)
+	}
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
 	}

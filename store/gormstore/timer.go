@@ -125,6 +125,36 @@ func (s *Store) NextTimerDue(ctx context.Context) (time.Time, bool, error) {
 	return rowTime(ms[0].DueAt), true, nil
 }
 
+// CountTimers implements store.Tx: one pass over goxpdl_timers_due.
+func (s *Store) CountTimers(ctx context.Context, now time.Time) (store.TimerCounts, error) {
+	if err := requireTime("count timers: now", now); err != nil {
+		return store.TimerCounts{}, err
+	}
+	var rows []struct {
+		State string
+		N     int64
+		Due   int64
+	}
+	err := s.db.WithContext(ctx).Model(&timerModel{}).
+		Select("state, COUNT(*) AS n, SUM(CASE WHEN due_at <= ? THEN 1 ELSE 0 END) AS due", dbTime(now)).
+		Group("state").Scan(&rows).Error
+	if err != nil {
+		return store.TimerCounts{}, wrap(err, "count timers")
+	}
+	var c store.TimerCounts
+	for _, r := range rows {
+		switch store.TimerState(r.State) {
+		case store.TimerPending:
+			c.Pending, c.Due = r.N, r.Due
+		case store.TimerPaused:
+			c.Paused = r.N
+		case store.TimerFired:
+			c.Fired = r.N
+		}
+	}
+	return c, nil
+}
+
 // ListTimers implements store.Tx.
 func (s *Store) ListTimers(ctx context.Context, params store.ListTimersParams) ([]store.Timer, error) {
 	q := s.db.WithContext(ctx).Model(&timerModel{})

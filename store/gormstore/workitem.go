@@ -141,6 +141,15 @@ func (s *Store) ListWorkItems(ctx context.Context, params store.ListWorkItemsPar
 	if params.Performer != "" {
 		q = q.Where("performer = ?", params.Performer)
 	}
+	if params.ActivityDefID != "" {
+		q = q.Where("activity_def_id = ?", params.ActivityDefID)
+	}
+	if params.DueBefore != nil {
+		q = q.Where("due_at < ?", dbTime(*params.DueBefore))
+	}
+	if p := params.VisibleTo; p != nil {
+		q = q.Where("id IN (SELECT work_item_id FROM "+tableVisibility+" WHERE principal_kind = ? AND principal_id = ?)", string(p.Kind), p.ID)
+	}
 	if params.Limit > 0 {
 		q = q.Limit(params.Limit)
 	}

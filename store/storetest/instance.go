@@ -193,6 +193,9 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		require.Equal(t, []int64{p3.ID}, list(store.ListProcessInstancesParams{ParentInstanceID: p1.ID, States: []string{"Running"}}))
 		require.Equal(t, []int64{p5.ID}, list(store.ListProcessInstancesParams{DefinitionID: d1.ID, States: []string{"Running"}, AfterID: p1.ID}))
 		require.Empty(t, list(store.ListProcessInstancesParams{States: []string{"Terminated"}}))
+		require.Equal(t, []int64{p2.ID, p4.ID}, list(store.ListProcessInstancesParams{IDs: []int64{p4.ID, p2.ID, p4.ID + 1000}}), "by ids, in id order, unknown ids left out")
+		require.Equal(t, []int64{p4.ID}, list(store.ListProcessInstancesParams{IDs: []int64{p2.ID, p4.ID}, AfterID: p2.ID}))
+		require.Equal(t, []int64{p1.ID}, list(store.ListProcessInstancesParams{IDs: []int64{p1.ID, p2.ID}, States: []string{"Running"}}))
 
 		// Walk all instances two at a time.
 		var walked []int64
@@ -263,11 +266,11 @@ func (h *harness) testProcessInstances(t *testing.T) {
 
 		// Open incidents by cause: a resolved incident does not count.
 		ai := newActivityInstance(t, b, p2.ID, "Charge")
-		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p2.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "application", Error: "boom", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p2.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "application", Error: "boom", LastFailureAt: t0})
 		require.NoError(t, err)
-		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p3.ID, Cause: "locking", Error: "lost", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p3.ID, Cause: "locking", Error: "lost", LastFailureAt: t0})
 		require.NoError(t, err)
-		_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p4.ID, Cause: "application", Error: "boom", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p4.ID, Cause: "application", Error: "boom", LastFailureAt: t0})
 		require.NoError(t, err)
 		_, err = b.s.ResolveIncidents(b.ctx, store.ResolveIncidentsParams{ProcessInstanceID: p4.ID, At: t0, By: "alice", Resolution: "retried"})
 		require.NoError(t, err)

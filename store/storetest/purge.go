@@ -119,7 +119,7 @@ func purgeFill(t *testing.T, b bundle, def store.Definition, proc string, parent
 	insertTimers(t, b, timer(pi.ID, "deadline", t0))
 	_, err = b.s.InsertSubscriptions(b.ctx, []store.Subscription{subscription("go", pi.ID, ai.ID)})
 	require.NoError(t, err)
-	_, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, Cause: "failing", LastFailureAt: t0})
+	_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, Cause: "failing", LastFailureAt: t0})
 	require.NoError(t, err)
 	_, err = b.s.ResolveIncidents(b.ctx, store.ResolveIncidentsParams{ProcessInstanceID: pi.ID, At: t0, By: "alice", Resolution: "retried"})
 	require.NoError(t, err)

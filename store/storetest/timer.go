@@ -410,6 +410,37 @@ func (h *harness) testTimers(t *testing.T) {
 		require.Equal(t, due, getTimer(t, b, tms[1].ID).DueAt)
 	})
 
+	t.Run("CountTimers", func(t *testing.T) {
+		b := h.setup(t)
+		count := func(now time.Time) store.TimerCounts {
+			t.Helper()
+			c, err := b.s.CountTimers(b.ctx, now)
+			require.NoError(t, err)
+			return c
+		}
+		require.Equal(t, store.TimerCounts{}, count(t0), "no timers")
+
+		insertTimers(t, b,
+			timer(1, "deadline", at(time.Minute)),
+			timer(1, "limit", at(2*time.Minute)),
+			timer(2, "deadline", at(time.Hour)),
+			timer(3, "event", at(time.Minute)),
+		)
+		require.Equal(t, store.TimerCounts{Pending: 4}, count(t0))
+		require.Equal(t, store.TimerCounts{Pending: 4, Due: 2}, count(at(time.Minute)), "due at now counts")
+
+		require.Len(t, fireDue(t, b, at(time.Minute), 1), 1)
+		n, err := b.s.PauseTimers(b.ctx, store.PauseTimersParams{ProcessInstanceID: 2, At: at(time.Minute)})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+		require.Equal(t, store.TimerCounts{Pending: 2, Due: 1, Paused: 1, Fired: 1}, count(at(time.Minute)),
+			"a paused timer is not due, whatever its DueAt")
+		require.Equal(t, store.TimerCounts{Pending: 2, Due: 2, Paused: 1, Fired: 1}, count(at(2*time.Hour)))
+
+		_, err = b.s.CountTimers(b.ctx, time.Time{})
+		require.Error(t, err, "no time")
+	})
+
 	t.Run("ListFiltersAndOrder", func(t *testing.T) {
 		b := h.setup(t)
 		with := func(tm store.Timer, f func(tm *store.Timer)) store.Timer { f(&tm); return tm }

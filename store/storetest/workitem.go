@@ -281,4 +281,49 @@ func (h *harness) testWorkItems(t *testing.T) {
 		require.Equal(t, []store.WorkItem{w2}, list(store.ListWorkItemsParams{Performer: "clerk", AfterID: w1.ID}))
 		require.Empty(t, list(store.ListWorkItemsParams{Performer: "Clerk", Owner: "alice"}))
 	})
+
+	t.Run("ListByActivityDueAndVisibility", func(t *testing.T) {
+		b := h.setup(t)
+		due := func(d time.Duration) *time.Time { at := t0.Add(d); return &at }
+		item := func(activity string, dueAt *time.Time, owner string) store.WorkItem {
+			wi := offered("p", activity, 0)
+			wi.DueAt, wi.Owner = dueAt, owner
+			if owner != "" {
+				wi.State = "Allocated"
+			}
+			return wi
+		}
+		w1 := insertItem(t, b, item("Review", due(time.Hour), ""), clerks, bob)
+		w2 := insertItem(t, b, item("Review", due(-time.Hour), "alice"), alice)
+		w3 := insertItem(t, b, item("Approve", nil, ""), bosses)
+		w4 := insertItem(t, b, item("Approve", due(-2*time.Hour), ""), clerks)
+		list := func(params store.ListWorkItemsParams) []int64 {
+			t.Helper()
+			l, err := b.s.ListWorkItems(b.ctx, params)
+			require.NoError(t, err)
+			return ids(l, func(wi store.WorkItem) int64 { return wi.ID })
+		}
+		require.Equal(t, []int64{w1.ID, w2.ID}, list(store.ListWorkItemsParams{ActivityDefID: "Review"}))
+		require.Equal(t, []int64{w2.ID, w4.ID}, list(store.ListWorkItemsParams{DueBefore: &t0}), "no deadline is never due")
+		require.Equal(t, []int64{w4.ID}, list(store.ListWorkItemsParams{DueBefore: &t0, ActivityDefID: "Approve"}))
+		require.Equal(t, []int64{w1.ID, w4.ID}, list(store.ListWorkItemsParams{VisibleTo: &clerks}))
+		require.Equal(t, []int64{w2.ID}, list(store.ListWorkItemsParams{VisibleTo: &alice}))
+		require.Equal(t, []int64{w1.ID}, list(store.ListWorkItemsParams{VisibleTo: &bob}))
+		require.Equal(t, []int64{w4.ID}, list(store.ListWorkItemsParams{VisibleTo: &clerks, AfterID: w1.ID}))
+		require.Equal(t, []int64{w3.ID}, list(store.ListWorkItemsParams{VisibleTo: &bosses}))
+		require.Empty(t, list(store.ListWorkItemsParams{VisibleTo: &finance}))
+		require.Empty(t, list(store.ListWorkItemsParams{VisibleTo: &store.Principal{Kind: store.PrincipalUnit, ID: "clerks"}}), "the kind counts")
+
+		// Claimed, the item leaves the role's worklist for its owner's;
+		// completed, it leaves every worklist.
+		w1.State, w1.Owner = "Allocated", "bob"
+		_, err := b.s.UpdateWorkItem(b.ctx, updateOf(w1, bob))
+		require.NoError(t, err)
+		require.Equal(t, []int64{w4.ID}, list(store.ListWorkItemsParams{VisibleTo: &clerks}))
+		require.Equal(t, []int64{w1.ID}, list(store.ListWorkItemsParams{VisibleTo: &bob}))
+		w1.State = "Completed"
+		_, err = b.s.UpdateWorkItem(b.ctx, updateOf(w1))
+		require.NoError(t, err)
+		require.Empty(t, list(store.ListWorkItemsParams{VisibleTo: &bob}))
+	})
 }
