@@ -11,7 +11,6 @@ import (
 
 	"github.com/goxpdl/goxpdl/console"
 	"github.com/goxpdl/goxpdl/engine"
-	"github.com/goxpdl/goxpdl/workitem"
 )
 
 // markPage sets a mark on the page's window that a reload would wipe.
@@ -19,16 +18,6 @@ const markPage = `window.goxpdlNotReloaded = true`
 
 // stillMarked says whether the mark of markPage is there.
 const stillMarked = `window.goxpdlNotReloaded === true`
-
-// openItem returns the open work item of instance id (there must be
-// exactly one).
-func (f *fixture) openItem(id int64) engine.WorkItem {
-	f.t.Helper()
-	items, err := f.eng.WorkItems(context.Background(), engine.WorkItemFilter{Instance: id, States: workitem.OpenStates})
-	require.NoError(f.t, err)
-	require.Len(f.t, items.WorkItems, 1, "instance %d's open work items", id)
-	return items.WorkItems[0]
-}
 
 // TestBrowserLiveDiagram watches an instance's diagram change state
 // without reloading the page: the instance waits at Review; its work
@@ -83,7 +72,14 @@ func TestBrowserIncidentRetry(t *testing.T) {
 	require.Len(t, incidents.Incidents, 1, "Check failed: an open incident")
 
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(fmt.Sprintf("%s/instances/%d", f.srv.URL, id)),
+		chromedp.Navigate(f.srv.URL+"/incidents"),
+		waitText(fmt.Sprintf(`#incidents tr[data-incident="%d"]`, incidents.Incidents[0].ID), errCheckFailed.Error()),
+		waitText(`#groups tr[data-cause="application"]`, "1"),
+	), "the incidents page lists it")
+	screenshot(t, ctx, "incidents")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Click(fmt.Sprintf(`#incidents a[href="/instances/%d"]`, id)),
 		chromedp.WaitVisible(`#repair .repair form[action$="/retry"]`),
 		waitJS("Check drawn as an incident", nodeClass("Check", []string{"incident", "current"}, nil)),
 		waitText(`#incidents`, errCheckFailed.Error()),
@@ -121,6 +117,13 @@ func TestBrowserIncidentRetry(t *testing.T) {
 	assert.Empty(t, open.Incidents, "the incident is resolved")
 	assert.False(t, eval[bool](t, ctx, `!!document.querySelector('#repair')`), "nothing is left to repair")
 	screenshot(t, ctx, "instance-retried")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(fmt.Sprintf("%s/audit?instance=%d", f.srv.URL, id)),
+		waitText(`#audit`, "retry with the documents"),
+		waitText(`#audit`, "the documents arrived"),
+	), "the audit lists both commands with their reasons")
+	screenshot(t, ctx, "audit")
 }
 
 // TestBrowserIncidentJump resolves an incident by jumping past the
