@@ -95,18 +95,37 @@ func newBrowser(t *testing.T) context.Context {
 }
 
 // screenshot saves the page as NAME.png in GOXPDL_SCREENSHOTS, when it
-// names a directory (docs/console.md shows those taken with it set to
-// docs/console).
+// names a directory; a relative one is taken from the module's root, so
+// that GOXPDL_SCREENSHOTS=docs/console writes the images docs/console.md
+// shows.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	dir := os.Getenv("GOXPDL_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(moduleRoot(t), dir)
+	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+// moduleRoot is the directory of the go.mod above the test's directory.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		require.NotEqual(t, dir, up, "no go.mod above the test's directory")
+		dir = up
+	}
 }
 
 // waitText waits until the element sel shows text. It asks again after
