@@ -81,6 +81,10 @@ bench-pool: ## the adaptive normal pool against a fixed pool of 8, I/O- and CPU-
 
 # One million open work items on SQLite, and on MySQL/MariaDB when
 # GOXPDL_MYSQL_DSN is set (GOXPDL_WORKLIST_ITEMS changes the count).
+.PHONY: bench-console
+bench-console: ## the console's reads over a million process instances, SQLite and (with GOXPDL_MYSQL_DSN) MySQL
+	GOXPDL_BENCH_MILLION=1 go test -run '^$$' -bench BenchmarkConsoleReads -benchtime 1x -timeout 2h -v ./engine/ | grep -vE '^=== '
+
 .PHONY: bench-worklist
 bench-worklist: ## benchmark worklist pages over a million work items
 	go test -run '^$$' -bench BenchmarkWorklist -benchtime 200x ./store/gormstore/

@@ -91,7 +91,8 @@ type BatchRequest struct {
 	Action BatchAction
 	// Filter selects the instances. Its After starts the walk after that
 	// instance id; its Limit must be 0 (a batch takes every instance the
-	// filter selects).
+	// filter selects) and its Cursor "" (a batch walks in id order; Sort
+	// is ignored).
 	Filter InstanceFilter
 	// Op is who asks and why; each instance's command carries it, its
 	// Data with "batch": the batch's id added.
@@ -209,6 +210,8 @@ func (e *Engine) checkBatch(ctx context.Context, req BatchRequest) error {
 	switch {
 	case !slices.Contains(BatchActions, req.Action):
 		return fmt.Errorf("%w: unknown action %q (want one of %v)", ErrBadBatch, req.Action, BatchActions)
+	case req.Filter.Cursor != "":
+		return fmt.Errorf("%w: Filter.Cursor is set; a batch walks in id order from Filter.After (its Sort is ignored)", ErrBadBatch)
 	case req.Filter.Limit != 0:
 		return fmt.Errorf("%w: Filter.Limit is %d; a batch takes every instance its filter selects", ErrBadBatch, req.Filter.Limit)
 	case req.Action == BatchMigrate && req.Migration == nil:

@@ -259,6 +259,8 @@ type Engine struct {
 	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
 	batches     *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
 	retention   *retention
+	folder      *timer.Periodic        // folds the instance counts (overview.go)
+	dbVersion   atomic.Pointer[string] // the server's version, once read (overview.go)
 
 	// owner identifies this run of the node: NodeID and a random suffix.
 	// Its event claims carry it.
@@ -420,6 +422,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.BatchPollInterval > 0 {
 		e.batches = timer.NewPeriodic(cfg.Clock, cfg.BatchPollInterval, e.runBatches)
 	}
+	e.folder = timer.NewPeriodic(cfg.Clock, countFoldInterval, e.foldCounts)
 	if e.retention, err = e.newRetention(cfg.Retention, cfg.Location); err != nil {
 		return nil, err
 	}
@@ -464,6 +467,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.batches != nil {
 		e.batches.Start(ctx) // the batch runner
 	}
+	e.folder.Start(ctx)
 	if e.retention.calendar != nil {
 		e.retention.calendar.Start(ctx)
 	}
@@ -537,6 +541,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		return nil
 	}
 	var rescuerErr, batchesErr, retentionErr error
+	folderErr := e.folder.Stop(ctx)
 	if e.batches != nil {
 		batchesErr = e.batches.Stop(ctx) // its batch is released for the next run or node
 	}
@@ -546,7 +551,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	if e.retention.calendar != nil {
 		retentionErr = e.retention.calendar.Stop(ctx)
 	}
-	return errors.Join(batchesErr, rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
+	return errors.Join(folderErr, batchesErr, rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx

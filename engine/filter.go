@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goxpdl/goxpdl/store"
@@ -79,8 +81,14 @@ type InstanceFilter struct {
 	// IDs keeps the instances with these ids (at most MaxFilterIDs): a
 	// selection, as the console's bulk actions make one.
 	IDs []int64
-	// After is the cursor: the Next of the previous page.
-	After int64
+	// Sort is the order of the pages: SortID (the default), SortIDDesc,
+	// SortStarted or SortStartedDesc.
+	Sort InstanceSort
+	// After is the cursor in the id orders: the Next of the previous
+	// page. Cursor is the cursor in every order: the Cursor of the
+	// previous page. Give at most one of them.
+	After  int64
+	Cursor string
 	// Limit is the page size; default 100, at most 1000.
 	Limit int
 }
@@ -88,11 +96,51 @@ type InstanceFilter struct {
 // MaxFilterIDs is the most ids InstanceFilter.IDs may list.
 const MaxFilterIDs = 1000
 
-// InstancePage is one page of process instances, in id order (oldest
-// first). Next is the cursor of the next page; 0 when this is the last.
+// InstanceSort is the order of the instance pages.
+type InstanceSort string
+
+// The orders of instance pages. Each is a keyset walk of an index:
+// a page reads its own rows only, however deep it is, and instances
+// started meanwhile never shift the pages (no row is shown twice or
+// skipped; one that sorts before the cursor is not shown).
+const (
+	// SortID is id ascending, oldest first: the default ("" too).
+	SortID InstanceSort = "id"
+	// SortIDDesc is id descending, newest first.
+	SortIDDesc InstanceSort = "-id"
+	// SortStarted is by start time (StartedAt), earliest first, then id.
+	SortStarted InstanceSort = "started"
+	// SortStartedDesc is by start time, latest first, then id
+	// descending.
+	SortStartedDesc InstanceSort = "-started"
+)
+
+// InstanceSorts lists the orders of instance pages.
+var InstanceSorts = []InstanceSort{SortID, SortIDDesc, SortStarted, SortStartedDesc}
+
+// order is the store's order for s.
+func (s InstanceSort) order() (store.InstanceOrder, error) {
+	switch s {
+	case "", SortID:
+		return store.OrderID, nil
+	case SortIDDesc:
+		return store.OrderIDDesc, nil
+	case SortStarted:
+		return store.OrderCreated, nil
+	case SortStartedDesc:
+		return store.OrderCreatedDesc, nil
+	}
+	return "", fmt.Errorf("%w: unknown sort %q (want one of %v)", ErrBadFilter, s, InstanceSorts)
+}
+
+// InstancePage is one page of process instances, in the filter's Sort.
+// Cursor is the cursor of the next page, "" when this is the last; in
+// the id orders Next is the same cursor as an id (0 when this is the
+// last), in the start-time orders it is 0.
 type InstancePage struct {
 	Instances []ProcessInstance `json:"instances"`
 	Next      int64             `json:"next,omitempty"`
+	Cursor    string            `json:"cursor,omitempty"`
 }
 
 // Instances lists the process instances the filter selects, one page at
@@ -100,6 +148,12 @@ type InstancePage struct {
 func (e *Engine) Instances(ctx context.Context, f InstanceFilter) (InstancePage, error) {
 	params, err := f.params()
 	if err != nil {
+		return InstancePage{}, err
+	}
+	if params.Order, err = f.Sort.order(); err != nil {
+		return InstancePage{}, err
+	}
+	if err := f.cursor(&params); err != nil {
 		return InstancePage{}, err
 	}
 	limit := pageLimit(f.Limit)
@@ -111,7 +165,13 @@ func (e *Engine) Instances(ctx context.Context, f InstanceFilter) (InstancePage,
 	var page InstancePage
 	if len(rows) > limit {
 		rows = rows[:limit]
-		page.Next = rows[limit-1].ID
+		last := rows[limit-1]
+		page.Cursor = strconv.FormatInt(last.ID, 10)
+		if params.Order.Created() {
+			page.Cursor = strconv.FormatInt(last.CreatedAt.UnixMicro(), 10) + "." + page.Cursor
+		} else {
+			page.Next = last.ID
+		}
 	}
 	page.Instances = make([]ProcessInstance, len(rows))
 	for i, row := range rows {
@@ -122,9 +182,48 @@ func (e *Engine) Instances(ctx context.Context, f InstanceFilter) (InstancePage,
 	return page, nil
 }
 
-// params is the store's filter for f, or why f is refused.
+// cursor sets the store's cursor from f.Cursor, whose form is the
+// order's: "id" in the id orders, "start.id" (the start time in Unix
+// microseconds, the store's precision) in the start-time orders.
+func (f InstanceFilter) cursor(p *store.ListProcessInstancesParams) error {
+	if f.Cursor == "" {
+		if f.After != 0 && p.Order.Created() {
+			return fmt.Errorf("%w: After is an id cursor; sorted by start time, give Cursor", ErrBadFilter)
+		}
+		return nil
+	}
+	if f.After != 0 {
+		return fmt.Errorf("%w: both After and Cursor given", ErrBadFilter)
+	}
+	bad := fmt.Errorf("%w: malformed cursor %q for sort %q", ErrBadFilter, f.Cursor, f.Sort)
+	at, id, created := strings.Cut(f.Cursor, ".")
+	if !created {
+		at, id = "", at
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 || created != p.Order.Created() {
+		return bad
+	}
+	p.AfterID = n
+	if created {
+		us, err := strconv.ParseInt(at, 10, 64)
+		if err != nil {
+			return bad
+		}
+		t := time.UnixMicro(us).UTC()
+		p.AfterCreatedAt = &t
+	}
+	return nil
+}
+
+// params is the store's filter for f, or why f is refused. The order
+// and Cursor are Instances' to add: a batch walks in id order from
+// After.
 func (f InstanceFilter) params() (store.ListProcessInstancesParams, error) {
 	if err := checkPage(f.After, f.Limit); err != nil {
+		return store.ListProcessInstancesParams{}, err
+	}
+	if _, err := f.Sort.order(); err != nil {
 		return store.ListProcessInstancesParams{}, err
 	}
 	p := store.ListProcessInstancesParams{
@@ -194,4 +293,76 @@ func (e *Engine) instanceOf(ctx context.Context, row store.ProcessInstance) (Pro
 		pi.ProcessName = proc.Name
 	}
 	return pi, nil
+}
+
+// InstanceCount is how many process instances a filter selects.
+type InstanceCount struct {
+	// N is the count; with More, the filter selects more than N.
+	N    int64 `json:"n"`
+	More bool  `json:"more,omitempty"`
+}
+
+// CountInstances counts the process instances f selects; its Sort,
+// After, Cursor and Limit are ignored. A filter by States, Package,
+// Version, DefinitionID and Process only is counted exactly from the
+// counts the store keeps per definition, process and state, at the cost
+// of a few rows whatever the number of instances. Any other filter is
+// counted by reading its rows through the filter's index: then, with
+// upTo greater than 0, the count stops after upTo (N is upTo and More is
+// set), so that it reads at most upTo+1 rows; upTo 0 counts them all.
+func (e *Engine) CountInstances(ctx context.Context, f InstanceFilter, upTo int64) (InstanceCount, error) {
+	f.Sort, f.After, f.Cursor, f.Limit = "", 0, "", 0
+	params, err := f.params()
+	if err != nil {
+		return InstanceCount{}, err
+	}
+	if upTo < 0 {
+		return InstanceCount{}, fmt.Errorf("%w: negative upTo %d", ErrBadFilter, upTo)
+	}
+	if f.StartedAfter.IsZero() && f.StartedBefore.IsZero() && f.BusinessKey == "" && f.IncidentCause == "" && f.Parent == 0 {
+		return e.countGroups(ctx, f)
+	}
+	if upTo > 0 {
+		params.Limit = int(min(upTo+1, int64(maxInt)))
+	}
+	n, err := e.store.CountProcessInstances(ctx, params)
+	if err != nil {
+		return InstanceCount{}, err
+	}
+	if upTo > 0 && n > upTo {
+		return InstanceCount{N: upTo, More: true}, nil
+	}
+	return InstanceCount{N: n}, nil
+}
+
+// maxInt bounds a capped count's LIMIT.
+const maxInt = int(^uint(0) >> 1)
+
+// countGroups counts from the store's counts per definition, process and
+// state the instances f selects, f having no other filter.
+func (e *Engine) countGroups(ctx context.Context, f InstanceFilter) (InstanceCount, error) {
+	groups, err := e.store.CountProcessInstanceGroups(ctx)
+	if err != nil {
+		return InstanceCount{}, err
+	}
+	var c InstanceCount
+	for _, g := range groups {
+		switch {
+		case len(f.States) > 0 && !slices.Contains(f.States, wftype.ProcessState(g.State)),
+			f.DefinitionID != 0 && g.DefinitionID != f.DefinitionID,
+			f.Process != "" && g.ProcessDefID != f.Process:
+			continue
+		}
+		if f.Package != "" || f.Version != 0 {
+			dep, err := e.definition(ctx, e.store, g.DefinitionID)
+			if err != nil {
+				return InstanceCount{}, err
+			}
+			if (f.Package != "" && dep.def.PackageID != f.Package) || (f.Version != 0 && dep.def.Version != f.Version) {
+				continue
+			}
+		}
+		c.N += g.N
+	}
+	return c, nil
 }

@@ -51,11 +51,14 @@ type run struct {
 	businessKey string
 	lock        *startLock
 
-	pi     store.ProcessInstance
-	dep    *deployment
-	proc   *xpdl.Process
-	tokens *flow.Tokens
-	acts   []*act // unfinished activity instances, and those this run touched
+	pi store.ProcessInstance
+	// storedState is the state of pi as stored at pi.Version, for the
+	// store's counts per state (UpdateProcessInstanceParams.FromState).
+	storedState string
+	dep         *deployment
+	proc        *xpdl.Process
+	tokens      *flow.Tokens
+	acts        []*act // unfinished activity instances, and those this run touched
 
 	vars      map[string]any // nil until needed
 	decls     map[string]decl
@@ -198,7 +201,7 @@ func (r *run) loadFrom(id int64, useCache bool) error {
 	}
 	pi := snap.pi
 	var err error
-	r.pi = pi
+	r.pi, r.storedState = pi, pi.State
 	if r.dep, err = r.e.definition(r.ctx, r.tx, pi.DefinitionID); err != nil {
 		return err
 	}
@@ -589,13 +592,13 @@ func (r *run) flush(hosted bool) error {
 	tokens := r.tokens.Encode()
 	if !r.unchangedSinceInsert(tokens) {
 		v, err := r.tx.UpdateProcessInstance(r.ctx, store.UpdateProcessInstanceParams{
-			ID: r.pi.ID, ExpectedVersion: r.pi.Version, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
+			ID: r.pi.ID, ExpectedVersion: r.pi.Version, FromState: r.storedState, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
 			Tokens: tokens, UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
 		})
 		if err != nil {
 			return err
 		}
-		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt = v, tokens, r.now
+		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt, r.storedState = v, tokens, r.now, r.pi.State
 	}
 	if err := r.flushActivities(); err != nil {
 		return err

@@ -59,7 +59,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		return nil, err
 	}
 	inserted := r.pi
-	r.inserted = &inserted
+	r.inserted, r.storedState = &inserted, r.pi.State
 	r.decls, r.vars, r.dirtyVars = decls, vals, make(map[string]bool, len(vals))
 	for name := range vals {
 		r.dirtyVars[name] = true

@@ -22,6 +22,10 @@ type Store interface {
 	// Capabilities describes the database behind the store, for the few
 	// places where callers behave differently per dialect.
 	Capabilities() Capabilities
+
+	// ServerVersion returns the version of the database server ("3.51.0"
+	// for SQLite, "10.11.9-MariaDB" or "8.4.2" for MySQL).
+	ServerVersion(ctx context.Context) (string, error)
 }
 
 // Capabilities describes what the database behind a Store can do.
@@ -83,6 +87,34 @@ type Tx interface {
 	// ListProcessInstances returns process instances matching the filter,
 	// in ID order.
 	ListProcessInstances(ctx context.Context, params ListProcessInstancesParams) ([]ProcessInstance, error)
+	// InsertProcessInstances stores new process instances, all or none,
+	// with multi-row inserts: bulk loads and tools (the engine inserts
+	// one at a time). IDs are assigned in the order of insts, Version is
+	// 1, and the stored instances are returned in that order.
+	InsertProcessInstances(ctx context.Context, insts []ProcessInstance) ([]ProcessInstance, error)
+	// CountProcessInstances counts the process instances params selects,
+	// as ListProcessInstances would return them without a limit, but
+	// stops at params.Limit when it is greater than 0 (the count is then
+	// min(n, Limit)). It scans the rows; CountProcessInstanceGroups is
+	// the cheap count per definition, process and state.
+	CountProcessInstances(ctx context.Context, params ListProcessInstancesParams) (int64, error)
+	// CountProcessInstanceGroups returns how many process instances
+	// there are per definition, process and state; groups without any
+	// are absent. The store keeps these counts up to date in the
+	// transaction of every insert, state change, migration and purge of
+	// an instance, so the call reads a few rows, not the instances.
+	CountProcessInstanceGroups(ctx context.Context) ([]InstanceCount, error)
+	// FoldInstanceCounts compacts the counts behind
+	// CountProcessInstanceGroups: it folds up to limit of the changes
+	// recorded since the last fold into the totals, and returns how many
+	// it folded (fewer than limit: nothing is left). No count changes;
+	// reading them gets cheaper. Several callers may fold at once.
+	FoldInstanceCounts(ctx context.Context, limit int) (int, error)
+	// CountProcessInstancesPerMinute counts, per minute from
+	// params.From (rounded down to the minute) to params.To (exclusive),
+	// the instances created and, by final state, those that ended; only
+	// minutes with something to count are returned, in time order.
+	CountProcessInstancesPerMinute(ctx context.Context, params CountPerMinuteParams) ([]MinuteCount, error)
 	// CountProcessInstancesByState counts process instances per state.
 	// States without instances are absent from the map.
 	CountProcessInstancesByState(ctx context.Context) (map[string]int64, error)
@@ -193,6 +225,9 @@ type Tx interface {
 	// ListTimers returns the timers matching the filter, earliest DueAt
 	// first, then ID.
 	ListTimers(ctx context.Context, params ListTimersParams) ([]Timer, error)
+	// CountPendingTimers counts the pending timers, and those of them
+	// due by params.DueBy.
+	CountPendingTimers(ctx context.Context, params CountTimersParams) (PendingTimerCounts, error)
 	// DeleteTimers deletes the timers matching the filter and returns how
 	// many it deleted. A filter with neither ProcessInstanceID nor IDs is
 	// refused (an error), so that a mistake cannot delete every timer.
@@ -240,6 +275,10 @@ type Tx interface {
 	// even to its owner. Concurrent callers never receive the same event
 	// under overlapping leases.
 	ClaimEvents(ctx context.Context, params ClaimEventsParams) ([]Event, error)
+	// EventBacklog counts the unprocessed events, stopping at limit when
+	// it is greater than 0, and tells when the first of them (in ID
+	// order) was created.
+	EventBacklog(ctx context.Context, limit int64) (EventBacklog, error)
 	// MarkEventsProcessed sets ProcessedAt on the given events; processed
 	// events are never claimed again. Events that do not exist or are
 	// already processed are left as they are, so marking is idempotent.
@@ -453,6 +492,11 @@ type UpdateProcessInstanceParams struct {
 	ID int64
 	// ExpectedVersion is the version the change was computed from.
 	ExpectedVersion int64
+	// FromState is the state the instance had at ExpectedVersion, as the
+	// caller read it, for the counts per state the store keeps
+	// (CountProcessInstanceGroups); "" makes the store read it, which
+	// costs a query.
+	FromState string
 	// State is the new state.
 	State string
 	// Diagnosis is the new diagnosis ("" clears it).
@@ -476,8 +520,16 @@ type ListProcessInstancesParams struct {
 	// ParentInstanceID, when not 0, keeps only subflow instances of that
 	// parent.
 	ParentInstanceID int64
-	// AfterID keeps only instances whose ID is greater.
+	// AfterID is the cursor: it keeps only the instances after the one
+	// with this ID in Order (ID greater in OrderID, smaller in
+	// OrderIDDesc). In the created orders it needs AfterCreatedAt.
 	AfterID int64
+	// AfterCreatedAt is, in the created orders, the CreatedAt of the
+	// instance AfterID: the instances kept are those after (CreatedAt,
+	// ID) in Order. It must be nil in the ID orders.
+	AfterCreatedAt *time.Time
+	// Order is the order of the rows; OrderID by default.
+	Order InstanceOrder
 	// StartKey, when not empty, keeps only the instance started with that
 	// idempotency key.
 	StartKey string

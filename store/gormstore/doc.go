@@ -39,10 +39,14 @@
 // goxpdl_activity_instances, goxpdl_variables, goxpdl_work_items,
 // goxpdl_work_item_visibility (who sees an open item in their worklist),
 // goxpdl_events (the outbox), goxpdl_history, goxpdl_inbox (the
-// correlation inbox), goxpdl_timers, goxpdl_nodes and
-// goxpdl_subscriptions (the events waiting for a signal), created by
-// Migrate in the host's database. Timestamps are stored in UTC with microsecond precision
-// (DATETIME(6) on MySQL). Errors are translated at the boundary: no row is
-// store.ErrNotFound, a unique-key violation store.ErrDuplicate, a MySQL
-// deadlock store.ErrConflict; the driver's error stays in the chain.
+// correlation inbox), goxpdl_timers, goxpdl_nodes, goxpdl_subscriptions
+// (the events waiting for a signal), goxpdl_incidents, goxpdl_batches,
+// goxpdl_batch_failures, goxpdl_locks, goxpdl_lock_keys, and
+// goxpdl_instance_counts with goxpdl_instance_count_deltas (the instances
+// per definition, process and state; counts.go), created by Migrate in
+// the host's database. Timestamps are stored in UTC with microsecond
+// precision (DATETIME(6) on MySQL). Errors are translated at the
+// boundary: no row is store.ErrNotFound, a unique-key violation
+// store.ErrDuplicate, a MySQL deadlock store.ErrConflict; the driver's
+// error stays in the chain.
 package gormstore

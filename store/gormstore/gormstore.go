@@ -147,10 +147,35 @@ func (s *Store) Migrate(ctx context.Context) error {
 		// unique key.
 		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 	}
+	hadCounts := db.Migrator().HasTable(tableInstanceCounts)
 	if err := db.AutoMigrate(allModels...); err != nil {
 		return fmt.Errorf("migrate: %w", translate(err))
 	}
+	for _, x := range droppedIndexes {
+		if db.Migrator().HasIndex(x.model, x.name) {
+			if err := db.Migrator().DropIndex(x.model, x.name); err != nil {
+				return fmt.Errorf("migrate: drop index %s: %w", x.name, translate(err))
+			}
+		}
+	}
+	if !hadCounts {
+		// The counts per state (counts.go) start from the instances
+		// there are. Engines of an earlier version writing meanwhile do
+		// not keep them: upgrade every node of a database together.
+		if err := seedInstanceCounts(db); err != nil {
+			return fmt.Errorf("migrate: count process instances: %w", translate(err))
+		}
+	}
 	return nil
+}
+
+// droppedIndexes are indexes of earlier schemas that a newer one
+// replaced; Migrate drops them where it finds them.
+var droppedIndexes = []struct {
+	model any
+	name  string
+}{
+	{&incidentModel{}, "goxpdl_incidents_state"}, // now goxpdl_incidents_cause
 }
 
 // inTx reports whether s runs inside a transaction.
@@ -369,9 +394,10 @@ func (s *Store) statementVerb(verb, table string) string {
 
 // failFastTables are the tables statementVerb may write with OR FAIL:
 // the engine appends to them on every step, and they have no unique key
-// a caller could expect to collide with (history IDs are generated;
-// activity instance IDs are generated or reserved by the transaction).
-var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances: true}
+// a caller could expect to collide with (history and count delta IDs are
+// generated; activity instance IDs are generated or reserved by the
+// transaction).
+var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances: true, tableInstanceCountDeltas: true}
 
 // requireTime rejects the zero time, which MySQL in strict mode refuses
 // and SQLite would keep: a zero timestamp is a caller that forgot its

@@ -15,6 +15,20 @@ func (s *Store) MigrateProcessInstance(ctx context.Context, params store.Migrate
 	if err := requireTime("migrate process instance: updated at", params.UpdatedAt); err != nil {
 		return 0, err
 	}
+	if !s.inTx() {
+		var v int64
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			v, err = tx.MigrateProcessInstance(ctx, params)
+			return err
+		})
+		return v, err
+	}
+	// The instance leaves its definition's count (counts.go) and, once
+	// moved, joins the new one's.
+	if err := s.recordCountOf(ctx, params.ID, params.ExpectedVersion, "", -1); err != nil {
+		return 0, err
+	}
 	v, err := s.updateVersioned(ctx, tableProcessInstances, "process instance", params.ID, params.ExpectedVersion, map[string]any{
 		"definition_id":  params.DefinitionID,
 		"process_def_id": params.ProcessDefID,
@@ -24,11 +38,9 @@ func (s *Store) MigrateProcessInstance(ctx context.Context, params store.Migrate
 	if err != nil {
 		return 0, err
 	}
-	done, err := s.writing(ctx)
-	if err != nil {
+	if err := s.recordCountOf(ctx, params.ID, v, "", 1); err != nil {
 		return 0, err
 	}
-	defer done()
 	db := s.db.WithContext(ctx)
 	for _, id := range slices.Sorted(maps.Keys(params.Activities)) {
 		def := params.Activities[id]
@@ -66,26 +78,4 @@ func (s *Store) MigrateProcessInstance(ctx context.Context, params store.Migrate
 		}
 	}
 	return v, nil
-}
-
-// CountProcessInstancesByDefinition implements store.Tx.
-func (s *Store) CountProcessInstancesByDefinition(ctx context.Context) (map[int64]map[string]int64, error) {
-	var rows []struct {
-		DefinitionID int64
-		State        string
-		N            int64
-	}
-	err := s.db.WithContext(ctx).Model(&processInstanceModel{}).
-		Select("definition_id, state, COUNT(*) AS n").Group("definition_id, state").Scan(&rows).Error
-	if err != nil {
-		return nil, wrap(err, "count process instances by definition")
-	}
-	out := make(map[int64]map[string]int64)
-	for _, r := range rows {
-		if out[r.DefinitionID] == nil {
-			out[r.DefinitionID] = make(map[string]int64)
-		}
-		out[r.DefinitionID][r.State] = r.N
-	}
-	return out, nil
 }

@@ -179,6 +179,13 @@ func purgeRows(db *gorm.DB, ids []int64, states []string, before time.Time) (sto
 			}
 			res.Rows += del.RowsAffected
 		}
+		// The deleted instances leave their counts (counts.go).
+		if err := db.Exec("INSERT INTO "+tableInstanceCountDeltas+" (definition_id, process_def_id, state, n) "+
+			"SELECT definition_id, process_def_id, state, -COUNT(*) FROM "+tableProcessInstances+
+			" WHERE id IN ? AND state IN ? AND ended_at < ? GROUP BY definition_id, process_def_id, state",
+			chunk, states, before).Error; err != nil {
+			return res, fmt.Errorf("count purged instances: %w", err)
+		}
 		del = db.Exec("DELETE FROM "+tableProcessInstances+" WHERE id IN ? AND state IN ? AND ended_at < ?", chunk, states, before)
 		if del.Error != nil {
 			return res, fmt.Errorf("delete from %s: %w", tableProcessInstances, del.Error)

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Lock", h.testLocks)
 	t.Run("Purge", h.testPurge)
 	t.Run("Audit", h.testAudit)
+	t.Run("Counts", h.testCounts)
 }
 
 type harness struct {

@@ -1,0 +1,380 @@
+package gormstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// The counts of process instances per definition, process and state
+// (CountProcessInstanceGroups), for the console's dashboard: a COUNT …
+// GROUP BY over the instances reads every row, 0.3 s and more at a
+// million instances, too slow for a page that refreshes itself.
+//
+// Every write that inserts an instance, changes its state or definition,
+// or deletes it also appends its change of the counts to
+// goxpdl_instance_count_deltas, in the same transaction: +1 for the
+// group an instance enters, -1 for the one it leaves. Appending never
+// waits for another transaction, as incrementing one counter row per
+// group would (on MySQL every engine transaction that starts or ends an
+// instance of a definition would queue on that row's lock, and lock
+// several such rows in varying orders: deadlocks). The totals are
+// goxpdl_instance_counts; FoldInstanceCounts moves the deltas into them
+// (the engine calls it every second), and a read adds both up, so it
+// is exact whatever has been folded.
+
+// instanceCountModel is the total of one group, as of the last fold.
+type instanceCountModel struct {
+	DefinitionID int64  `gorm:"column:definition_id;primaryKey;autoIncrement:false"`
+	ProcessDefID string `gorm:"column:process_def_id;primaryKey;size:255"`
+	State        string `gorm:"column:state;primaryKey;size:64"`
+	N            int64  `gorm:"column:n;not null"`
+}
+
+func (instanceCountModel) TableName() string { return tableInstanceCounts }
+
+// instanceCountDeltaModel is one change of a group's count not folded
+// into its total yet.
+type instanceCountDeltaModel struct {
+	ID           int64  `gorm:"column:id;primaryKey;autoIncrement"`
+	DefinitionID int64  `gorm:"column:definition_id;not null"`
+	ProcessDefID string `gorm:"column:process_def_id;size:255;not null"`
+	State        string `gorm:"column:state;size:64;not null"`
+	N            int64  `gorm:"column:n;not null"`
+}
+
+func (instanceCountDeltaModel) TableName() string { return tableInstanceCountDeltas }
+
+var countColumns = []string{"definition_id", "process_def_id", "state", "n"}
+
+// countKey is a group of CountProcessInstanceGroups.
+type countKey struct {
+	definition int64
+	process    string
+	state      string
+}
+
+func compareCountKeys(a, b countKey) int {
+	return cmp.Or(cmp.Compare(a.definition, b.definition), strings.Compare(a.process, b.process), strings.Compare(a.state, b.state))
+}
+
+// countDeltas sums changes of the counts per group.
+type countDeltas map[countKey]int64
+
+func (d countDeltas) add(definition int64, process, state string, n int64) {
+	d[countKey{definition, process, state}] += n
+}
+
+// rows are the non-zero deltas as rows of countColumns, in key order.
+func (d countDeltas) rows() [][]any {
+	keys := slices.SortedFunc(maps.Keys(d), compareCountKeys)
+	rows := make([][]any, 0, len(keys))
+	for _, k := range keys {
+		if n := d[k]; n != 0 {
+			rows = append(rows, []any{k.definition, k.process, k.state, n})
+		}
+	}
+	return rows
+}
+
+// recordCounts appends d to the deltas. Callers run inside a
+// transaction, with the change d describes.
+func (s *Store) recordCounts(ctx context.Context, d countDeltas) error {
+	rows := d.rows()
+	if len(rows) == 0 {
+		return nil
+	}
+	return insertRows(ctx, s, tableInstanceCountDeltas, countColumns, rows)
+}
+
+// recordCountOf appends, for process instance id as it is now in the
+// transaction (and at version, when not 0), n to its group: one INSERT
+// … SELECT, queued on a pipelined transaction like the writes around it.
+func (s *Store) recordCountOf(ctx context.Context, id, version int64, state string, n int64) error {
+	stateExpr, args := "state", []any{}
+	if state != "" {
+		stateExpr, args = "?", append(args, state)
+	}
+	args = append(args, n, id)
+	where := "`id` = ?"
+	if version != 0 {
+		where += " AND `version` = ?"
+		args = append(args, version)
+	}
+	query := s.statementVerb("INSERT", tableInstanceCountDeltas) + " INTO `" + tableInstanceCountDeltas + "` (`definition_id`,`process_def_id`,`state`,`n`) " +
+		"SELECT `definition_id`, `process_def_id`, " + stateExpr + ", ? FROM `" + tableProcessInstances + "` WHERE " + where
+	return s.write(ctx, queuedWrite{what: fmt.Sprintf("count process instance %d", id), query: query, args: args})
+}
+
+// CountProcessInstanceGroups implements store.Tx: the totals plus the
+// deltas not folded yet, in one statement (so one snapshot).
+func (s *Store) CountProcessInstanceGroups(ctx context.Context) ([]store.InstanceCount, error) {
+	var rows []struct {
+		DefinitionID int64
+		ProcessDefID string
+		State        string
+		N            int64
+	}
+	query := "SELECT definition_id, process_def_id, state, SUM(n) AS n FROM (" +
+		"SELECT definition_id, process_def_id, state, n FROM " + tableInstanceCounts +
+		" UNION ALL SELECT definition_id, process_def_id, state, n FROM " + tableInstanceCountDeltas +
+		") c GROUP BY definition_id, process_def_id, state HAVING SUM(n) <> 0 ORDER BY definition_id, process_def_id, state"
+	if err := s.db.WithContext(ctx).Raw(query).Scan(&rows).Error; err != nil {
+		return nil, wrap(err, "count process instances")
+	}
+	out := make([]store.InstanceCount, len(rows))
+	for i, r := range rows {
+		out[i] = store.InstanceCount{DefinitionID: r.DefinitionID, ProcessDefID: r.ProcessDefID, State: r.State, N: r.N}
+	}
+	return out, nil
+}
+
+// CountProcessInstancesByState implements store.Tx.
+func (s *Store) CountProcessInstancesByState(ctx context.Context) (map[string]int64, error) {
+	groups, err := s.CountProcessInstanceGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64)
+	for _, g := range groups {
+		out[g.State] += g.N
+	}
+	return out, nil
+}
+
+// CountProcessInstancesByDefinition implements store.Tx.
+func (s *Store) CountProcessInstancesByDefinition(ctx context.Context) (map[int64]map[string]int64, error) {
+	groups, err := s.CountProcessInstanceGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]map[string]int64)
+	for _, g := range groups {
+		if out[g.DefinitionID] == nil {
+			out[g.DefinitionID] = make(map[string]int64)
+		}
+		out[g.DefinitionID][g.State] += g.N
+	}
+	return out, nil
+}
+
+// FoldInstanceCounts implements store.Tx. On MySQL it locks the deltas
+// it folds, from the first: a second fold waits for the first to commit
+// and then folds what is left. Folds run one at a time, so that their
+// upserts of the totals never deadlock (two multi-row INSERT … ON
+// DUPLICATE KEY UPDATE can, whatever their order); the engine's
+// transactions that append deltas meanwhile are not held up (READ
+// COMMITTED takes no gap locks).
+func (s *Store) FoldInstanceCounts(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("fold instance counts: limit %d, want > 0", limit)
+	}
+	folded := 0
+	err := s.atomic(ctx, func(db *gorm.DB) error {
+		q := db.Order("id").Limit(limit)
+		if s.dialect == store.DialectMySQL {
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		}
+		var deltas []instanceCountDeltaModel
+		if err := q.Find(&deltas).Error; err != nil {
+			return err
+		}
+		if len(deltas) == 0 {
+			return nil
+		}
+		sums := countDeltas{}
+		ids := make([]int64, len(deltas))
+		for i, d := range deltas {
+			sums.add(d.DefinitionID, d.ProcessDefID, d.State, d.N)
+			ids[i] = d.ID
+		}
+		for chunk := range slices.Chunk(sums.rows(), batchSize) {
+			query, args := insertStatement(s, tableInstanceCounts, countColumns, chunk)
+			if s.dialect == store.DialectMySQL {
+				query += " ON DUPLICATE KEY UPDATE `n` = `n` + VALUES(`n`)"
+			} else {
+				query += " ON CONFLICT (`definition_id`, `process_def_id`, `state`) DO UPDATE SET `n` = `n` + excluded.`n`"
+			}
+			if err := db.Exec(query, args...).Error; err != nil {
+				return err
+			}
+		}
+		for chunk := range slices.Chunk(ids, batchSize) {
+			if err := db.Where("id IN ?", chunk).Delete(&instanceCountDeltaModel{}).Error; err != nil {
+				return err
+			}
+		}
+		folded = len(deltas)
+		defs := make([]int64, 0, len(sums))
+		for k := range sums {
+			defs = append(defs, k.definition)
+		}
+		return db.Where("n = 0 AND definition_id IN ?", defs).Delete(&instanceCountModel{}).Error
+	})
+	if err != nil {
+		return 0, wrap(err, "fold instance counts")
+	}
+	return folded, nil
+}
+
+// seedInstanceCounts fills the totals from the instances: Migrate calls
+// it when it has just created the counts' tables on a database that has
+// instances already.
+func seedInstanceCounts(db *gorm.DB) error {
+	return db.Exec("INSERT INTO " + tableInstanceCounts + " (definition_id, process_def_id, state, n) " +
+		"SELECT definition_id, process_def_id, state, COUNT(*) FROM " + tableProcessInstances +
+		" GROUP BY definition_id, process_def_id, state").Error
+}
+
+// CountProcessInstances implements store.Tx: COUNT(*) over the rows
+// ListProcessInstances would return, with a LIMIT inside when
+// params.Limit caps it, so that a capped count reads at most Limit rows.
+func (s *Store) CountProcessInstances(ctx context.Context, params store.ListProcessInstancesParams) (int64, error) {
+	q, err := s.instancesQuery(ctx, params)
+	if err != nil {
+		return 0, err
+	}
+	if params.Limit > 0 {
+		q = q.Select("1").Limit(params.Limit)
+	} else {
+		q = q.Select("1")
+	}
+	var n int64
+	if err := s.db.WithContext(ctx).Raw("SELECT COUNT(*) FROM (?) t", q).Scan(&n).Error; err != nil {
+		return 0, wrap(err, "count process instances")
+	}
+	return n, nil
+}
+
+// CountProcessInstancesPerMinute implements store.Tx with two grouped
+// range scans in one statement: of goxpdl_process_instances_created for
+// the starts, of goxpdl_process_instances_ended for the ends. The minute is the text of
+// the time up to its minutes ("2006-01-02 15:04"): SQLite keeps times as
+// text in that layout, MySQL formats its DATETIME so.
+func (s *Store) CountProcessInstancesPerMinute(ctx context.Context, params store.CountPerMinuteParams) ([]store.MinuteCount, error) {
+	from, to := dbTime(params.From.Truncate(time.Minute)), dbTime(params.To)
+	minute := func(col string) string {
+		if s.dialect == store.DialectMySQL {
+			return "DATE_FORMAT(" + col + ", '%Y-%m-%d %H:%i')"
+		}
+		return "substr(" + col + ", 1, 16)"
+	}
+	var rows []struct {
+		Minute string
+		State  string // "" for the starts
+		N      int64
+	}
+	db := s.db.WithContext(ctx)
+	started := db.Model(&processInstanceModel{}).Select(minute("created_at")+" AS minute, '' AS state, COUNT(*) AS n").
+		Where("created_at >= ? AND created_at < ?", from, to).Group("minute")
+	ended := db.Model(&processInstanceModel{}).Select(minute("ended_at")+" AS minute, state, COUNT(*) AS n").
+		Where("state IN ? AND ended_at >= ? AND ended_at < ?", finalProcessStates, from, to).Group("minute, state")
+	if err := db.Raw("SELECT * FROM (?) AS s UNION ALL SELECT * FROM (?) AS e", started, ended).Scan(&rows).Error; err != nil {
+		return nil, wrap(err, "count process instances per minute")
+	}
+	byMinute := map[string]*store.MinuteCount{}
+	get := func(text string) (*store.MinuteCount, error) {
+		if m, ok := byMinute[text]; ok {
+			return m, nil
+		}
+		t, err := time.Parse("2006-01-02 15:04", text)
+		if err != nil {
+			return nil, fmt.Errorf("count process instances per minute: minute %q: %w", text, err)
+		}
+		m := &store.MinuteCount{Minute: t.UTC(), Ended: map[string]int64{}}
+		byMinute[text] = m
+		return m, nil
+	}
+	for _, r := range rows {
+		m, err := get(r.Minute)
+		if err != nil {
+			return nil, err
+		}
+		if r.State == "" {
+			m.Started += r.N
+		} else {
+			m.Ended[r.State] += r.N
+		}
+	}
+	out := make([]store.MinuteCount, 0, len(byMinute))
+	for _, k := range slices.Sorted(maps.Keys(byMinute)) {
+		out = append(out, *byMinute[k])
+	}
+	return out, nil
+}
+
+// finalProcessStates are the states an instance ends in (wftype's
+// ProcessState.IsFinal; the store does not import wftype).
+var finalProcessStates = []string{"Completed", "Terminated", "Locking"}
+
+// EventBacklog implements store.Tx: both halves walk the unprocessed
+// end of goxpdl_events_claim (processed_at IS NULL, in id order).
+func (s *Store) EventBacklog(ctx context.Context, limit int64) (store.EventBacklog, error) {
+	db := s.db.WithContext(ctx)
+	sub := db.Model(&eventModel{}).Select("1").Where("processed_at IS NULL")
+	if limit > 0 {
+		sub = sub.Limit(int(limit))
+	}
+	var b store.EventBacklog
+	if err := db.Raw("SELECT COUNT(*) FROM (?) t", sub).Scan(&b.Events).Error; err != nil {
+		return b, wrap(err, "event backlog")
+	}
+	if b.Events == 0 {
+		return b, nil
+	}
+	var first []eventModel
+	if err := db.Select("id, created_at").Where("processed_at IS NULL").Order("id").Limit(1).Find(&first).Error; err != nil {
+		return b, wrap(err, "event backlog")
+	}
+	if len(first) == 1 {
+		t := rowTime(first[0].CreatedAt)
+		b.Oldest = &t
+	}
+	return b, nil
+}
+
+// CountPendingTimers implements store.Tx with two range scans of
+// goxpdl_timers_due in one statement.
+func (s *Store) CountPendingTimers(ctx context.Context, params store.CountTimersParams) (store.PendingTimerCounts, error) {
+	if params.DueBy.IsZero() {
+		return store.PendingTimerCounts{}, errors.New("count pending timers: DueBy is the zero time")
+	}
+	db := s.db.WithContext(ctx)
+	pending := func() *gorm.DB {
+		q := db.Model(&timerModel{}).Select("1").Where("state = ?", store.TimerPending)
+		if params.Limit > 0 {
+			q = q.Limit(int(params.Limit))
+		}
+		return q
+	}
+	var c store.PendingTimerCounts
+	err := db.Raw("SELECT (SELECT COUNT(*) FROM (?) AS d) AS due, (SELECT COUNT(*) FROM (?) AS p) AS pending",
+		pending().Where("due_at <= ?", dbTime(params.DueBy)), pending()).Scan(&c).Error
+	if err != nil {
+		return store.PendingTimerCounts{}, wrap(err, "count pending timers")
+	}
+	return c, nil
+}
+
+// ServerVersion implements store.Store.
+func (s *Store) ServerVersion(ctx context.Context) (string, error) {
+	query := "SELECT VERSION()"
+	if s.dialect == store.DialectSQLite {
+		query = "SELECT sqlite_version()"
+	}
+	var v string
+	if err := s.db.WithContext(ctx).Raw(query).Scan(&v).Error; err != nil {
+		return "", wrap(err, "server version")
+	}
+	return v, nil
+}
