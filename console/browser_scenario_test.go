@@ -36,9 +36,8 @@ func TestBrowserInstanceCommands(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(link),
 		chromedp.WaitVisible(`figure.diagram svg`),
-		chromedp.WaitVisible(`[data-activity="Review"]`),
+		chromedp.WaitVisible(`figure.diagram g[data-activity="Review"]`),
 	))
-	screenshot(t, ctx, "instance")
 
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.SendKeys(`form[action$="/suspend"] input[name=reason]`, "waiting for the customer"),
@@ -49,6 +48,7 @@ func TestBrowserInstanceCommands(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, state, "suspended", "the flash message says what happened")
 	assert.Equal(t, "Suspended", f.state(id))
+	screenshot(t, ctx, "instance-suspended")
 
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.SendKeys(`form[action$="/terminate"] input[name=reason]`, "customer cancelled"),
