@@ -33,6 +33,9 @@ type Options struct {
 	// command in the engine's history and audit. Nil or "" records
 	// "console".
 	Actor func(r *http.Request) string
+	// LogoutURL, when set, is where the header's "Log out" link goes (the
+	// host's logout page); empty shows none.
+	LogoutURL string
 	// Logger receives the console's logs (failed requests); default
 	// slog.Default().
 	Logger *slog.Logger

@@ -84,6 +84,9 @@ func (p *page) ReadOnly() bool { return p.h.opts.ReadOnly }
 // Actor is who is looking at the page.
 func (p *page) Actor() string { return p.h.actor(p.r) }
 
+// LogoutURL is where the header's logout link goes; "" for none.
+func (p *page) LogoutURL() string { return p.h.opts.LogoutURL }
+
 // Query returns a query parameter of the request.
 func (p *page) Query(name string) string { return p.r.URL.Query().Get(name) }
 

@@ -281,7 +281,7 @@ func runServer(ctx context.Context, srv *http.Server, ln net.Listener, logger *s
 func serveHandler(e *engine.Engine, o serveOptions, auth *users.Auth, reg *prometheus.Registry, logger *slog.Logger) (http.Handler, error) {
 	opts := console.Options{ReadOnly: o.readOnly, Logger: logger}
 	if auth != nil {
-		opts.Authorize, opts.Actor = users.Authorize, users.Actor
+		opts.Authorize, opts.Actor, opts.LogoutURL = users.Authorize, users.Actor, "/logout"
 	}
 	h, err := console.New(e, opts)
 	if err != nil {
