@@ -27,7 +27,7 @@ corpus-run: ## run every corpus process with goxpdl run; write docs/corpus-run.m
 
 .PHONY: test
 test: ## run every test with the race detector
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 30m ./...
 
 .PHONY: test/race
 test/race: test ## the same as test: tests always run with -race

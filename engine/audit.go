@@ -71,6 +71,16 @@ const (
 	AuditSkip AuditAction = "activity.skip"
 	// AuditWithdraw is Withdraw.
 	AuditWithdraw AuditAction = "workitem.withdraw"
+	// AuditClaim, AuditRelease, AuditDelegate and AuditComplete are the
+	// work-item commands given on someone's behalf (an Op whose Actor is
+	// not the acting user: an operator in the console); a user's own
+	// claims and completions are in the history only.
+	AuditClaim    AuditAction = "workitem.claim"
+	AuditRelease  AuditAction = "workitem.release"
+	AuditDelegate AuditAction = "workitem.delegate"
+	AuditComplete AuditAction = "workitem.complete"
+	// AuditReassign is ReassignWorkItem, an administrator's command.
+	AuditReassign AuditAction = "workitem.reassign"
 	// AuditReleaseLock is ReleaseLock: its target is the business key.
 	AuditReleaseLock AuditAction = "lock.release"
 	// AuditBatchStart is StartBatch.
@@ -88,7 +98,8 @@ const (
 // AuditActions lists the audited commands.
 var AuditActions = []AuditAction{
 	AuditStart, AuditSuspend, AuditResume, AuditTerminate, AuditMove, AuditJump, AuditRollback, AuditSetVariables,
-	AuditMigrate, AuditPurge, AuditRetry, AuditSkip, AuditWithdraw, AuditReleaseLock,
+	AuditMigrate, AuditPurge, AuditRetry, AuditSkip, AuditWithdraw,
+	AuditClaim, AuditRelease, AuditDelegate, AuditComplete, AuditReassign, AuditReleaseLock,
 	AuditBatchStart, AuditBatchCancel, AuditBatchPause, AuditBatchResume, AuditDeploy,
 }
 

@@ -400,3 +400,38 @@ func TestAuditDeployLockAndPurge(t *testing.T) {
 		require.Equal(t, engine.AuditTerminate, kept[0].Action)
 	})
 }
+
+// A work-item command is audited when an operator gives it on someone's
+// behalf (its Op's actor is not the acting user), and a reassignment
+// always; a user's own claims and completions are in the history only.
+func TestAuditWorkItemsOnBehalf(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		h, _ := auditHarness(t, db)
+		id := h.startProcess("orders", "p", nil)
+		h.idle()
+		a := h.openItem(id)
+		w := strconv.FormatInt(a.ID, 10)
+
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, a.ID, "bob", engine.Op{}))               // bob himself
+		require.NoError(t, h.e.ReleaseWorkItem(h.ctx, a.ID, "bob", engine.Op{Actor: "bob"})) // still bob
+		require.NoError(t, h.e.ClaimWorkItem(h.ctx, a.ID, "carol", engine.Op{Actor: "olga", Reason: "carol is on the phone"}))
+		require.ErrorIs(t, h.e.ReleaseWorkItem(h.ctx, a.ID, "bob", engine.Op{Actor: "olga"}), engine.ErrNotAllowed)
+		require.NoError(t, h.e.ReassignWorkItem(h.ctx, a.ID, "admin", []engine.Principal{{Kind: engine.PrincipalUser, ID: "dave"}}, engine.Op{}))
+		_, err := h.e.CompleteWorkItem(h.ctx, a.ID, engine.Completion{User: "dave", Op: engine.Op{Actor: "olga", Reason: "dave said so"}})
+		require.NoError(t, err)
+		h.idle()
+		b := h.openItem(id)
+		_, err = h.e.CompleteWorkItem(h.ctx, b.ID, engine.Completion{User: "erin"}) // erin herself
+		require.NoError(t, err)
+
+		got := h.auditLog(engine.AuditFilter{Instance: id})
+		require.Equal(t, []string{
+			"workitem.claim ok olga workitem:" + w,
+			"workitem.release refused olga workitem:" + w,
+			"workitem.reassign ok admin workitem:" + w,
+			"workitem.complete ok olga workitem:" + w,
+		}, lines(got))
+		require.Equal(t, "dave said so", got[0].Reason)
+	})
+}

@@ -97,6 +97,9 @@ func TestOverview(t *testing.T) {
 		}})
 		require.NoError(t, err)
 
+		// The node renews its lease as the fake clock moves, on its own
+		// goroutine: wait for the renewal (a busy machine can be late).
+		waitAlive(t, h)
 		o = h.requireCountsMatch()
 		require.Equal(t, now, o.At)
 		require.Equal(t, map[wftype.ProcessState]int64{
@@ -303,4 +306,14 @@ func TestInstancesSortAndPage(t *testing.T) {
 		_, err := h.e.StartBatch(h.ctx, engine.BatchRequest{Action: engine.BatchSuspend, Filter: engine.InstanceFilter{Cursor: "3"}})
 		require.ErrorIs(t, err, engine.ErrBadBatch)
 	})
+}
+
+// waitAlive waits until this engine's node has renewed its lease past
+// the fake clock's now.
+func waitAlive(t *testing.T, h *harness) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		nodes, err := h.e.Nodes(h.ctx)
+		return err == nil && len(nodes) == 1 && nodes[0].Alive
+	}, time.Minute, 10*time.Millisecond, "the node renews its lease")
 }

@@ -199,6 +199,10 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 	if err := c.Op.check(); err != nil {
 		return WorkItem{}, err
 	}
+	var aud *auditing
+	if onBehalf(c.Op, c.User) {
+		aud = e.audit(ctx, c.Op, audited{action: AuditComplete, kind: TargetWorkItem, target: idText(id)})
+	}
 	var done WorkItem
 	err := e.transact(ctx, tx, c.Op.actor(actorOf(c.User)), func(r *run) error {
 		r.op = c.Op
@@ -209,6 +213,7 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 			}
 			return err
 		}
+		aud.about(wi.ProcessInstanceID)
 		if workitem.State(wi.State) == workitem.Completed && c.IdempotencyKey != "" && wi.CompletionKey == c.IdempotencyKey {
 			return r.repeatedCompletion(wi, c, &done)
 		}
@@ -232,9 +237,9 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 			return err
 		}
 		done = workItemOf(wi)
-		return nil
+		return aud.ok(r.ctx, r.tx)
 	})
-	return done, err
+	return done, aud.end(ctx, tx, err)
 }
 
 // completeItem completes an open work item of waiting activity a as
@@ -309,7 +314,14 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 	if err := op.check(); err != nil {
 		return err
 	}
-	return e.transact(ctx, tx, op.actor(user), func(r *run) error {
+	var aud *auditing
+	if action, ok := workItemAudits[cmd]; ok && (cmd == workitem.Reassign || onBehalf(op, user)) {
+		aud = e.audit(ctx, op, audited{action: action, kind: TargetWorkItem, target: idText(id)})
+		if op.Actor == "" {
+			aud.entry.Actor = clip(user, maxAuditKey) // the administrator
+		}
+	}
+	err := e.transact(ctx, tx, op.actor(user), func(r *run) error {
 		r.op = op
 		wi, err := r.tx.GetWorkItem(r.ctx, id)
 		if err != nil {
@@ -318,6 +330,7 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 			}
 			return err
 		}
+		aud.about(wi.ProcessInstanceID)
 		if err := r.load(wi.ProcessInstanceID); err != nil {
 			return err
 		}
@@ -342,8 +355,30 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 		if err := check(r, &wi, a); err != nil {
 			return err
 		}
-		return r.moveItem(&wi, from, to, user, changeDetail(before, wi))
+		if err := r.moveItem(&wi, from, to, user, changeDetail(before, wi)); err != nil {
+			return err
+		}
+		return aud.ok(r.ctx, r.tx)
 	})
+	return aud.end(ctx, tx, err)
+}
+
+// workItemAudits are the audit actions of the work-item commands that
+// are audited when given on someone's behalf (onBehalf) or, for a
+// reassignment, always.
+var workItemAudits = map[workitem.Command]AuditAction{
+	workitem.Allocate: AuditClaim,
+	workitem.Release:  AuditRelease,
+	workitem.Delegate: AuditDelegate,
+	workitem.Reassign: AuditReassign,
+}
+
+// onBehalf says whether op gives a work-item command on user's behalf:
+// its actor is someone else (an operator), so the command goes into the
+// audit log as well as the history.
+func onBehalf(op Op, user string) bool {
+	a := strings.TrimSpace(op.Actor)
+	return a != "" && a != user
 }
 
 // processAccepts refuses work-item commands on a process that is not
