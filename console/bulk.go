@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goxpdl/goxpdl/engine"
 )
@@ -249,4 +250,39 @@ func (in *input) ids(name string) ([]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// describeFilter says what an instance filter selects, for a person, in
+// the words of the list's query ("state=Running package=review"; "every
+// instance"): the batch pages show a batch's filter with it.
+func describeFilter(f engine.InstanceFilter) string {
+	var parts []string
+	add := func(name string, v any, set bool) {
+		if set {
+			parts = append(parts, fmt.Sprintf("%s=%v", name, v))
+		}
+	}
+	for _, s := range f.States {
+		add("state", s, true)
+	}
+	add("package", f.Package, f.Package != "")
+	add("version", f.Version, f.Version != 0)
+	add("definition", f.DefinitionID, f.DefinitionID != 0)
+	add("process", f.Process, f.Process != "")
+	add("business_key", f.BusinessKey, f.BusinessKey != "")
+	add("started_after", f.StartedAfter.UTC().Format(time.RFC3339), !f.StartedAfter.IsZero())
+	add("started_before", f.StartedBefore.UTC().Format(time.RFC3339), !f.StartedBefore.IsZero())
+	add("incident", f.IncidentCause, f.IncidentCause != "")
+	add("parent", f.Parent, f.Parent != 0)
+	if len(f.IDs) > 0 {
+		ids := make([]string, len(f.IDs))
+		for i, id := range f.IDs {
+			ids[i] = strconv.FormatInt(id, 10)
+		}
+		add("ids", strings.Join(ids, ","), true)
+	}
+	if len(parts) == 0 {
+		return "every instance"
+	}
+	return strings.Join(parts, " ")
 }

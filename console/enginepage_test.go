@@ -158,7 +158,7 @@ func TestBatchCommands(t *testing.T) {
 
 		page := f.get(fmt.Sprintf("/batches/%d", b.ID))
 		require.Equal(t, http.StatusOK, page.status, page.body)
-		for _, s := range []string{">Pause<", ">Cancel<", `id="live-batch"`, "0 of 1 processed"} {
+		for _, s := range []string{">Pause<", ">Cancel<", `id="live-batch"`, "0 of 1 processed", fmt.Sprintf("<code>ids=%d</code>", a)} {
 			assert.Contains(t, page.body, s)
 		}
 		assert.Contains(t, f.get("/engine").body, fmt.Sprintf(`data-batch="%d"`, b.ID), "a running batch is on the engine page")

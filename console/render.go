@@ -125,7 +125,8 @@ func (h *Handler) funcs() template.FuncMap {
 			}
 			return string(b)
 		},
-		"lower": strings.ToLower,
+		"lower":      strings.ToLower,
+		"filterText": describeFilter,
 		"sum": func(ns ...int64) int64 {
 			var t int64
 			for _, n := range ns {
