@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -47,15 +46,41 @@ func (h *Handler) unrouted(mux *http.ServeMux) http.Handler {
 			return
 		}
 		// The mux's own answer says which: 404, or 405 with Allow.
-		rec := httptest.NewRecorder()
-		next.ServeHTTP(rec, r)
-		if rec.Code == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", rec.Header().Get("Allow"))
+		var answer muxAnswer
+		next.ServeHTTP(&answer, r)
+		if answer.code == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", answer.Header().Get("Allow"))
 			h.fail(w, r, fmt.Errorf("%w: %s is not allowed on %s", errMethod, r.Method, r.URL.Path))
 			return
 		}
 		h.fail(w, r, fmt.Errorf("%w: %s", errNoPage, r.URL.Path))
 	})
+}
+
+// muxAnswer keeps the status and headers of the mux's own 404 or 405
+// answer and discards its body, so that unrouted can answer in the
+// console's form instead.
+type muxAnswer struct {
+	header http.Header
+	code   int
+}
+
+func (a *muxAnswer) Header() http.Header {
+	if a.header == nil {
+		a.header = make(http.Header)
+	}
+	return a.header
+}
+
+func (a *muxAnswer) WriteHeader(code int) {
+	if a.code == 0 {
+		a.code = code
+	}
+}
+
+func (a *muxAnswer) Write(b []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 // view is what a read returns: the page's title and its data (the API
