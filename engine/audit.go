@@ -13,7 +13,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
@@ -428,7 +427,7 @@ func (a *auditing) write(ctx context.Context, hostTx *gorm.DB, err error) {
 	}
 	var st store.Tx = a.e.store
 	if hostTx != nil {
-		hs, serr := gormstore.New(hostTx)
+		hs, serr := hostStore(hostTx)
 		if serr != nil {
 			a.e.log.Error("writing an audit entry failed", "action", entry.Action, "actor", entry.Actor, "result", entry.Result, "err", serr)
 			return

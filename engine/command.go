@@ -3,16 +3,13 @@ package engine
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
@@ -74,33 +71,6 @@ type StartOptions struct {
 // (Running, first activities started) right after commit.
 func (e *Engine) StartProcess(ctx context.Context, opts StartOptions) (int64, error) {
 	return e.startProcess(ctx, nil, opts)
-}
-
-// Transaction runs fn in a transaction of the host's database db, as
-// db.Transaction does (committed when fn returns nil, rolled back
-// otherwise), and tells the engine when it has committed. The engine
-// cannot see the commit of a transaction it did not begin: a …Tx command
-// asks for an outbox poll as it returns, and that poll usually runs after
-// the commit, which is quicker, and finds the work the command left (a
-// started instance to schedule, a completed work item's next activities,
-// a signal). When the poll runs first, the work waits for the next one,
-// up to Config.PollInterval. After Transaction it starts at once.
-//
-// db is the host's pool. Inside a transaction of the host's own, fn runs
-// in a savepoint, and the engine learns of nothing until the host's
-// commit: call the …Tx commands directly there instead.
-func (e *Engine) Transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
-	if db == nil {
-		return fmt.Errorf("%w: Transaction with a nil database", ErrConfig)
-	}
-	_, nested := db.Statement.ConnPool.(gorm.TxCommitter)
-	if err := db.WithContext(ctx).Transaction(fn, opts...); err != nil {
-		return err
-	}
-	if !nested {
-		e.bus.Nudge()
-	}
-	return nil
 }
 
 // StartProcessTx is StartProcess inside the host's transaction tx: the
@@ -407,47 +377,41 @@ func (e *Engine) commandTx(ctx context.Context, ids []int64, errs []error, op Op
 		clear(runs)
 		clear(outcomes)
 		n = 0
-		st := tx.(*gormstore.Store)
-		db := st.DB()
 		for i, id := range ids {
 			if i >= minPerTx && e.commits.waiting(ctx) {
 				break
 			}
 			n = i + 1
-			sp := "goxpdl_bulk_" + strconv.Itoa(i)
-			// Raw statements, as in groupcommit.go's runIsolated.
-			if err := db.Exec("SAVEPOINT " + sp).Error; err != nil {
-				return err
-			}
-			r := e.newRun(ctx, st, actor)
-			r.op, r.doomed = op, map[string]failure{}
-			err := r.load(id)
-			if err == nil && e.bulkLoadedFunc != nil {
-				e.bulkLoadedFunc(id, &r.pi.Version)
-			}
-			if err == nil {
-				err = fn(r)
-			}
-			if err == nil {
-				err = r.drain()
-			}
-			if err == nil {
-				err = r.flush(false)
-			}
-			if err == nil {
-				err = st.Flush(ctx) // its writes' errors are its own
-			}
-			if err == nil {
-				runs[i] = r
-			} else {
-				outcomes[i] = err
-				// When this fails the database has rolled the whole
-				// transaction back (a deadlock, a lost connection).
-				if rerr := db.Exec("ROLLBACK TO SAVEPOINT " + sp).Error; rerr != nil {
-					return fmt.Errorf("%w (after process instance %d failed: %w)", rerr, id, err)
+			failed, err := tx.Savepoint(ctx, func(ctx context.Context, tx store.Tx) error {
+				r := e.newRun(ctx, tx, actor)
+				r.op, r.doomed = op, map[string]failure{}
+				err := r.load(id)
+				if err == nil && e.bulkLoadedFunc != nil {
+					e.bulkLoadedFunc(id, &r.pi.Version)
 				}
+				if err == nil {
+					err = fn(r)
+				}
+				if err == nil {
+					err = r.drain()
+				}
+				if err == nil {
+					err = r.flush(false)
+				}
+				if err == nil {
+					runs[i] = r
+				}
+				return err // its writes' errors are its own (Savepoint flushes them)
+			})
+			if failed != nil {
+				runs[i], outcomes[i] = nil, failed
 			}
-			if err := db.Exec("RELEASE SAVEPOINT " + sp).Error; err != nil {
+			if err != nil {
+				// The database has rolled the whole transaction back (a
+				// deadlock, a lost connection).
+				if failed != nil {
+					return fmt.Errorf("%w (after process instance %d failed: %w)", err, id, failed)
+				}
 				return err
 			}
 		}

@@ -39,7 +39,6 @@ import (
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
 )
 
@@ -47,7 +46,8 @@ import (
 type Config struct {
 	// DB is the database the engine keeps its state in (SQLite or
 	// MySQL/MariaDB, opened with gormstore.OpenSQLite or OpenMySQL or by
-	// the host). Required.
+	// the host). Required. The engine works on it through a store.Store
+	// (Engine.Store) built over it.
 	DB *gorm.DB
 	// SkipMigrate leaves the schema alone; by default New creates or
 	// upgrades the engine's tables (goxpdl_*).
@@ -231,8 +231,7 @@ const (
 // Start, and Stop it when done. It is safe for concurrent use.
 type Engine struct {
 	cfg   Config
-	db    *gorm.DB
-	store *gormstore.Store
+	store store.Store
 	clock timer.Clock
 	log   *slog.Logger
 	eval  *script.Evaluator
@@ -339,14 +338,9 @@ func New(cfg Config) (*Engine, error) {
 	if !cfg.DeadBranch.valid() {
 		return nil, fmt.Errorf("%w: Config.DeadBranch is %q, want %q or %q", ErrConfig, cfg.DeadBranch, DeadBranchLock, DeadBranchEnd)
 	}
-	st, err := gormstore.New(cfg.DB)
+	st, err := openStore(cfg.DB, cfg.SkipMigrate)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	if !cfg.SkipMigrate {
-		if err := st.Migrate(context.Background()); err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
+		return nil, err
 	}
 	defs, err := lru.New[int64, *deployment](cfg.DefinitionCacheSize)
 	if err != nil {
@@ -370,7 +364,6 @@ func New(cfg Config) (*Engine, error) {
 		directory:   cfg.Directory,
 		notifyTypes: slices.Clone(cfg.NotifyTypes),
 		cfg:         cfg,
-		db:          cfg.DB,
 		store:       st,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,

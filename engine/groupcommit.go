@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
 )
 
@@ -42,7 +41,7 @@ type txBody func(ctx context.Context, tx store.Tx) error
 // MySQL takes several lanes, whose transactions the server runs in
 // parallel.
 type groupCommitter struct {
-	store    *gormstore.Store
+	store    store.Store
 	maxGroup int
 	lanes    []*commitLane
 	// critical is the lane of process control (suspend, resume,
@@ -91,7 +90,7 @@ type commitRequest struct {
 // committer logs a warning.
 const slowCommit = 2 * time.Second
 
-func newGroupCommitter(st *gormstore.Store, lanes, maxGroup int, clock timer.Clock, log *slog.Logger) *groupCommitter {
+func newGroupCommitter(st store.Store, lanes, maxGroup int, clock timer.Clock, log *slog.Logger) *groupCommitter {
 	g := &groupCommitter{store: st, maxGroup: maxGroup, clock: clock, log: log}
 	newLane := func() *commitLane {
 		l := &commitLane{}
@@ -289,24 +288,20 @@ func (g *groupCommitter) runOptimistic(ctx context.Context, group []*commitReque
 // so that one that fails is rolled back alone and the others commit. It
 // reports whether the transaction failed as a whole.
 func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest) bool {
-	err := g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
-		db := tx.(*gormstore.Store).DB()
-		for i, r := range group {
-			sp := fmt.Sprintf("goxpdl_member_%d", i)
-			// Raw statements: gorm's SavePoint and RollbackTo drop the
-			// database's errors on some dialects. (Same syntax in both.)
-			if err := db.Exec("SAVEPOINT " + sp).Error; err != nil {
+	err := g.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, r := range group {
+			// Roll the member back alone when it fails. When that fails
+			// the database has already rolled the whole transaction back
+			// (a deadlock, an interrupted statement, a lost connection):
+			// the group fails and every member tries again.
+			failed, err := tx.Savepoint(ctx, func(_ context.Context, tx store.Tx) error {
+				return callBody(r.ctx, tx, r.body)
+			})
+			r.err = failed
+			if err != nil && failed != nil {
+				return fmt.Errorf("%w (after a member failed: %w)", err, failed)
+			} else if err != nil {
 				return err
-			}
-			if r.err = callBody(r.ctx, tx, r.body); r.err == nil {
-				continue
-			}
-			// Roll the member back alone. When that fails the database
-			// has already rolled the whole transaction back (a deadlock,
-			// an interrupted statement, a lost connection): the group
-			// fails and every member tries again.
-			if err := db.Exec("ROLLBACK TO SAVEPOINT " + sp).Error; err != nil {
-				return fmt.Errorf("%w (after a member failed: %w)", err, r.err)
 			}
 		}
 		return nil

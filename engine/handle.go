@@ -13,7 +13,6 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 )
 
@@ -161,7 +160,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 		var r *run
 		body := func(ctx context.Context, tx store.Tx) error {
 			bodies++
-			r = e.newRun(ctx, tx.(*gormstore.Store), actor)
+			r = e.newRun(ctx, tx, actor)
 			r.calls = &calls
 			r.doomed = doomed
 			// A body run again (a conflict, a failure rolled back, a
@@ -184,7 +183,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 		}
 		var err error
 		if hostTx != nil {
-			st, serr := gormstore.New(hostTx)
+			st, serr := hostStore(hostTx)
 			if serr != nil {
 				return serr
 			}

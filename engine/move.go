@@ -12,7 +12,6 @@ import (
 	"github.com/goxpdl/goxpdl/engine/flow"
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -141,7 +140,7 @@ func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user s
 	// SQLite writer the host's transaction holds).
 	var st store.Tx = e.store
 	if tx != nil {
-		hs, err := gormstore.New(tx)
+		hs, err := hostStore(tx)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 )
@@ -274,7 +273,7 @@ func (e *Engine) PurgeTx(ctx context.Context, tx *gorm.DB, opts PurgeOptions, op
 func (e *Engine) purge(ctx context.Context, tx *gorm.DB, params store.PurgeProcessInstancesParams) (PurgeReport, error) {
 	var st store.Tx = e.store
 	if tx != nil {
-		hs, err := gormstore.New(tx)
+		hs, err := hostStore(tx)
 		if err != nil {
 			return PurgeReport{}, err
 		}

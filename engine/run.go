@@ -14,7 +14,6 @@ import (
 	"github.com/goxpdl/goxpdl/engine/flow"
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
@@ -27,7 +26,7 @@ import (
 type run struct {
 	e     *Engine
 	ctx   context.Context
-	tx    *gormstore.Store
+	tx    store.Tx
 	now   time.Time
 	actor string
 	// op is the command this run carries out, for its history entries
@@ -169,7 +168,7 @@ type payload struct {
 	Signal *signalPayload `json:"signal,omitempty"`
 }
 
-func (e *Engine) newRun(ctx context.Context, tx *gormstore.Store, actor string) *run {
+func (e *Engine) newRun(ctx context.Context, tx store.Tx, actor string) *run {
 	return &run{e: e, ctx: ctx, tx: tx, now: e.now(), actor: actor, tokens: &flow.Tokens{}}
 }
 
@@ -264,7 +263,7 @@ func (r *run) hostTx() (*gorm.DB, error) {
 	if err := r.tx.Flush(r.ctx); err != nil {
 		return nil, err
 	}
-	return r.tx.DB().WithContext(r.ctx), nil
+	return hostDB(r.ctx, r.tx)
 }
 
 // setProcess moves the process instance through its state machine.

@@ -25,6 +25,8 @@ import (
 //	set k=v ...                 set variables
 //	migrate [A=B ...]           to the latest deployment, mapping A to B
 //	incidents                   the open incidents of every instance
+//	batch ACTION                a batch (suspend, resume, terminate) over
+//	                            every instance of the latest package
 func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, error) {
 	op := engine.Op{Actor: "ops"}
 	var args []datadriven.CmdArg
@@ -106,6 +108,8 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 			m.Activities[a.Key] = strings.Join(a.Vals, ",")
 		}
 		return true, s.e.Migrate(s.ctx, id, m, op)
+	case "batch":
+		return true, s.batch(engine.BatchAction(first()), op, out)
 	case "incidents":
 		page, err := s.e.Incidents(s.ctx, engine.IncidentFilter{})
 		if err != nil {
@@ -124,6 +128,56 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 		return true, nil
 	}
 	return false, nil
+}
+
+// batch starts a batch of action over every instance of the latest
+// deployment's package, waits for it to end and prints its counts and
+// the instances it skipped or failed. Suspend and terminate give up to
+// Config.BatchPerTx instances one transaction, each in a savepoint of
+// its own: one that is refused is rolled back alone. The batch's own
+// records (no instance) are summed up by the counts.
+func (s *spec) batch(action engine.BatchAction, op engine.Op, out *strings.Builder) error {
+	wake := make(chan struct{}, 1)
+	unsubscribe := s.e.Subscribe(func(r engine.Record) {
+		if r.Batch != 0 {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer unsubscribe()
+	b, err := s.e.StartBatch(s.ctx, engine.BatchRequest{Action: action, Filter: engine.InstanceFilter{Package: s.latest.PackageID}, Op: op})
+	if err != nil {
+		return err
+	}
+	for !b.State.IsFinal() || b.Owner != "" { // a runner may still hold a batch it ended
+		select {
+		case <-wake:
+		case <-s.ctx.Done():
+			return fmt.Errorf("batch %d never ended: %+v", b.ID, b)
+		}
+		if b, err = s.e.Batch(s.ctx, b.ID); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "batch %s %s: done %d, skipped %d, failed %d\n", b.Action, b.State, b.Done, b.Skipped, b.Failed)
+	page, err := s.e.BatchFailures(s.ctx, engine.BatchFailureFilter{Batch: b.ID})
+	if err != nil {
+		return err
+	}
+	for _, f := range page.Failures {
+		what := "failed"
+		if f.Skipped {
+			what = "skipped"
+		}
+		fmt.Fprintf(out, "%s %s\n", what, s.alias(f.Instance))
+	}
+	s.settle()
+	s.mu.Lock()
+	s.records = slices.DeleteFunc(s.records, func(r engine.Record) bool { return r.Instance == 0 })
+	s.mu.Unlock()
+	return nil
 }
 
 // openActivity is the id of the latest instance of activity def of

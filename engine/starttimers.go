@@ -9,7 +9,6 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
@@ -142,11 +141,7 @@ func (e *Engine) fireStartTimer(ctx context.Context, tx store.Tx, t store.Timer)
 		e.log.Error("dropping a start timer with a malformed payload", "timer", t.ID, "err", err)
 		return nil, nil
 	}
-	gs, ok := tx.(*gormstore.Store)
-	if !ok {
-		return nil, fmt.Errorf("start timer %d: the engine's store is not a gormstore.Store", t.ID)
-	}
-	dep, err := e.definition(ctx, gs, t.DefinitionID)
+	dep, err := e.definition(ctx, tx, t.DefinitionID)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +155,7 @@ func (e *Engine) fireStartTimer(ctx context.Context, tx store.Tx, t store.Timer)
 			"deployment", t.DefinitionID, "process", p.Process, "event", t.Key)
 		return nil, nil
 	}
-	r := e.newRun(ctx, gs, "timer")
+	r := e.newRun(ctx, tx, "timer")
 	child, err := e.createInstance(r, dep, proc, nil, nil, &firedStart{event: ev, due: t.DueAt})
 	if err != nil {
 		return nil, err

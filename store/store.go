@@ -26,6 +26,12 @@ type Store interface {
 	// ServerVersion returns the version of the database server ("3.51.0"
 	// for SQLite, "10.11.9-MariaDB" or "8.4.2" for MySQL).
 	ServerVersion(ctx context.Context) (string, error)
+
+	// DatabaseFile returns the file the database lives in when it is a
+	// file of this machine (SQLite), and "" otherwise (an in-memory
+	// SQLite database, a MySQL server): the file an engine process locks
+	// for itself (recovery.LockFile).
+	DatabaseFile(ctx context.Context) (string, error)
 }
 
 // Capabilities describes what the database behind a Store can do.
@@ -454,6 +460,22 @@ type Tx interface {
 	// error the caller rolls back, as after any other: the writes sent
 	// together with the refused one may have happened.
 	Flush(ctx context.Context) error
+
+	// Savepoint runs fn on the transaction inside a savepoint: when fn
+	// fails, what it wrote is rolled back and the transaction goes on
+	// with what came before, as if fn had not run. fn's writes that the
+	// store holds back are sent before the savepoint ends, so that their
+	// errors are fn's too. failed is fn's error (or that of its writes),
+	// unchanged. err is the savepoint's own: it could not be set, rolled
+	// back to or released, or the writes held back before it (see Flush)
+	// failed; the database may then have rolled back the whole
+	// transaction (a deadlock, a lost connection), and the caller rolls
+	// back. The rollback to the savepoint runs even when ctx is done (fn
+	// may have failed because of it). When fn panics, what it wrote is
+	// rolled back and the panic continues. Savepoints nest: fn may set
+	// its own. On a Store outside a transaction, fn runs in a transaction
+	// of its own, committed when fn succeeds.
+	Savepoint(ctx context.Context, fn func(ctx context.Context, tx Tx) error) (failed, err error)
 }
 
 // InsertDefinitionParams are the arguments of Tx.InsertDefinition.

@@ -2,9 +2,10 @@
 // default: pure Go, no cgo) and for MySQL 8 / MariaDB 10.6+ (production,
 // and several engine processes sharing one database).
 //
-// Only the wiring code (the program's main, the engine's constructor taking
-// a host's *gorm.DB) and tests import this package; everything else uses
-// package store.
+// Only the wiring code (the program's main, and engine/database.go, where a
+// host's *gorm.DB becomes the engine's store and the engine's transaction a
+// *gorm.DB again through DBOf) and tests import this package; everything
+// else uses package store (a depguard rule keeps it so in the engine).
 //
 // # Quick start
 //

@@ -413,3 +413,16 @@ func requireTime(what string, t time.Time) error {
 // transaction, so that callers can hand the transaction to code that
 // writes its own tables in it (the engine's applications).
 func (s *Store) DB() *gorm.DB { return s.db }
+
+// DBOf returns the *gorm.DB a store.Tx of this package works on, as DB
+// does: the pool, or inside InTx the transaction. It is the way back from
+// a store.Tx to gorm for code that only has the interface (the engine
+// hands its transaction to the host's applications and hooks through it,
+// after Flush). A store.Tx of another implementation is an error.
+func DBOf(tx store.Tx) (*gorm.DB, error) {
+	s, ok := tx.(*Store)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("gormstore: %T is not a store of package gormstore", tx)
+	}
+	return s.db, nil
+}

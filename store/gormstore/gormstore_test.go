@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/store/storetest"
 )
@@ -206,6 +207,56 @@ func TestNewRejects(t *testing.T) {
 	_, err := gormstore.New(nil)
 	require.Error(t, err)
 	_, err = gormstore.New(&gorm.DB{Config: &gorm.Config{}})
+	require.Error(t, err)
+}
+
+// otherTx is a store.Tx that is not gormstore's.
+type otherTx struct{ store.Tx }
+
+// TestDBOf: the *gorm.DB of a Store is its pool, and inside InTx the
+// transaction, whose writes commit or roll back with the store's; a
+// store.Tx of another implementation is an error, not a panic.
+func TestDBOf(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) { testDBOf(t, db) })
+}
+
+func testDBOf(t *testing.T, db *gorm.DB) {
+	ctx := t.Context()
+	s := newStore(t, db)
+	require.NoError(t, db.AutoMigrate(&hostOrder{}))
+	got, err := gormstore.DBOf(s)
+	require.NoError(t, err)
+	require.Same(t, s.DB(), got)
+
+	errRefused := errors.New("refused")
+	for _, title := range []string{"kept", "rolled back"} {
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			txDB, err := gormstore.DBOf(tx)
+			require.NoError(t, err)
+			require.NotSame(t, db, txDB, "the transaction, not the pool")
+			require.NoError(t, txDB.WithContext(ctx).Create(&hostOrder{Title: title}).Error)
+			if title == "rolled back" {
+				return errRefused
+			}
+			return nil
+		})
+		if title == "rolled back" {
+			require.ErrorIs(t, err, errRefused)
+		} else {
+			require.NoError(t, err)
+		}
+	}
+	var titles []string
+	require.NoError(t, db.Model(&hostOrder{}).Pluck("title", &titles).Error)
+	require.Equal(t, []string{"kept"}, titles)
+
+	_, err = gormstore.DBOf(otherTx{s})
+	require.ErrorContains(t, err, "not a store of package gormstore")
+	_, err = gormstore.DBOf(nil)
+	require.Error(t, err)
+	var none *gormstore.Store
+	_, err = gormstore.DBOf(none)
 	require.Error(t, err)
 }
 

@@ -38,6 +38,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("History", h.testHistory)
 	t.Run("InTx", h.testInTx)
 	t.Run("Flush", h.testFlush)
+	t.Run("Savepoint", h.testSavepoint)
+	t.Run("DatabaseFile", h.testDatabaseFile)
 	t.Run("Time", h.testTime)
 	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
 	t.Run("Timer", h.testTimers)
