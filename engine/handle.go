@@ -283,7 +283,7 @@ func (r *run) terminate() error {
 	}
 	children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
 		ParentInstanceID: r.pi.ID,
-		States:           []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},
+		States:           openStates,
 	})
 	if err != nil {
 		return err

@@ -144,7 +144,7 @@ func (r *run) send(m Message) (Delivery, error) {
 		msg.ProcessDefID, msg.Variable, msg.Value = m.Match.Process, m.Match.Variable, value
 		ids, err := r.tx.FindProcessInstancesByVariable(r.ctx, store.FindByVariableParams{
 			ProcessDefID: m.Match.Process, Name: m.Match.Variable, Value: value,
-			States: []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},
+			States: openStates,
 			Limit:  2,
 		})
 		if err != nil {

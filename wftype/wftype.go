@@ -7,6 +7,7 @@ package wftype
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ProcessState is the state of a process instance (DESIGN.md §1).
@@ -43,6 +44,19 @@ var ProcessStates = []ProcessState{
 // IsFinal reports whether no command moves the process on any more.
 func (s ProcessState) IsFinal() bool {
 	return s == ProcessCompleted || s == ProcessTerminated || s == ProcessLocking
+}
+
+// OpenProcessStates lists the states of a process instance that is under
+// way: it has begun and not finished. The engine looks among them for the
+// subflows a terminated parent takes down and for the instance a message
+// is matched to by a variable's value. Every state is open, final
+// (IsFinal) or Queued: a Queued instance has not begun (it waits for a
+// business-key lock) and is neither.
+var OpenProcessStates = []ProcessState{ProcessInitiated, ProcessRunning, ProcessSuspended}
+
+// IsOpen reports whether s is one of OpenProcessStates.
+func (s ProcessState) IsOpen() bool {
+	return slices.Contains(OpenProcessStates, s)
 }
 
 // ActivityState is the state of an activity instance (DESIGN.md §1).
