@@ -10,7 +10,8 @@ import (
 	"slices"
 )
 
-// ProcessState is the state of a process instance (DESIGN.md §1).
+// ProcessState is the state of a process instance (docs/engine.md,
+// "States").
 type ProcessState string
 
 // The process instance states.
@@ -59,7 +60,8 @@ func (s ProcessState) IsOpen() bool {
 	return slices.Contains(OpenProcessStates, s)
 }
 
-// ActivityState is the state of an activity instance (DESIGN.md §1).
+// ActivityState is the state of an activity instance (docs/engine.md,
+// "States").
 type ActivityState string
 
 // The activity instance states.
@@ -86,7 +88,11 @@ var ActivityStates = []ActivityState{
 	ActivityInitiated, ActivityActive, ActivityWaiting, ActivityInActive, ActivityCompleted, ActivityAbnormal,
 }
 
-// EventKind names an event on the bus (DESIGN.md §1, the minimum set).
+// EventKind names a kind of event of the WfMC reference model's minimum
+// set. The engine's outbox carries two of them (EventSubprocessCompleted,
+// EventTerminateRequested) beside kinds of its own (engine/run.go;
+// docs/architecture.md, "The path of one event"); the others name no
+// event the engine writes today.
 type EventKind string
 
 // The event kinds.
