@@ -4,7 +4,7 @@
 // waiting for it to return. The event bus's poller, the timer service,
 // timer.Periodic and timer.Calendar, the scheduler's feeders and
 // controller, and a node's lease renewer (recovery.Membership) are each
-// one Service.
+// one Service (docs/architecture.md, "Goroutines and their owners").
 //
 // The rules are those every owner of a goroutine in goxpdl keeps: Start
 // runs the goroutine once; Stop is idempotent, safe before Start, and
