@@ -785,17 +785,32 @@ func (r *run) runScript(a *act) error {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
 	defer cancel()
-	out, err := r.e.eval.Exec(ctx, a.def.Script.Text, vars)
+	out, err := r.e.eval.Exec(ctx, a.def.Script.Text, scriptCopy(vars))
 	if err != nil {
 		return fmt.Errorf("script of activity %s: %w", a.def.ID, err)
 	}
+	// The variables the script changed, by their types' values (what it
+	// exports for one it did not touch may differ in Go type: an
+	// integral FLOAT comes back an int64).
 	for name, v := range out {
-		if fmt.Sprint(v) == fmt.Sprint(vars[name]) {
-			continue
-		}
-		if err := r.setVariable(name, v); err != nil {
+		if err := r.scriptSet(name, v); err != nil {
 			return fmt.Errorf("script of activity %s: %w", a.def.ID, err)
 		}
 	}
 	return nil
+}
+
+// scriptSet sets variable name to v, what a script left in it, when that
+// is another value than the variable has. A value of the wrong type is
+// refused even when it reads the same (the text "6" for the INTEGER 6).
+func (r *run) scriptSet(name string, v any) error {
+	typ := r.decls[name].typ // JSON for a stored variable no longer declared: setVariable refuses a change
+	c, err := typ.coerce(name, v)
+	if err != nil {
+		return err
+	}
+	if typ.same(c, r.vars[name]) {
+		return nil
+	}
+	return r.setVariable(name, c)
 }

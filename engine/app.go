@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"gorm.io/gorm"
@@ -226,47 +225,22 @@ func (e *Engine) RegisterScriptAgent(class, src string) {
 	})
 }
 
-// sameValue reports whether a script left a variable as it was: equal
-// values, numbers compared by value (JavaScript has one number type, so a
-// FLOAT 2.0 comes back as the integer 2).
-func sameValue(after, before any) bool {
-	if reflect.DeepEqual(after, before) {
-		return true
-	}
-	a, aok := asFloat(after)
-	b, bok := asFloat(before)
-	return aok && bok && a == b
-}
-
-func asFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	}
-	return 0, false
-}
-
 // runScript runs src with the call's parameters as variables and returns
 // what the call hands back: see RegisterScriptAgent.
 func (e *Engine) runScript(ctx context.Context, call *Call, src string) (map[string]any, error) {
-	vars := make(map[string]any, len(call.Params))
-	for k, v := range call.Params {
-		vars[k] = v
-	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ScriptTimeout)
 	defer cancel()
-	out, err := e.eval.Exec(ctx, src, vars)
+	out, err := e.eval.Exec(ctx, src, scriptCopy(call.Params))
 	if err != nil {
 		return nil, fmt.Errorf("application %s: %w", cmp.Or(call.Application, call.Hook), err)
 	}
 	res := make(map[string]any)
 	if len(call.Formal) == 0 {
+		// A hook's parameters have no declared types here: its changes
+		// are found as JSON values (the variables' types check them when
+		// they are set).
 		for name, v := range out {
-			if !sameValue(v, call.Params[name]) {
+			if !sameJSON(v, call.Params[name]) {
 				res[name] = v
 			}
 		}

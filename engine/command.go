@@ -135,7 +135,7 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		actor = "host"
 	}
 	var id int64
-	err := e.transact(ctx, hostTx, actor, func(r *run) error {
+	err := e.transact(ctx, hostTx, actor, func(r *run) (*run, error) {
 		if opts.Op != nil {
 			r.op = *opts.Op
 		}
@@ -147,34 +147,34 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		case opts.Package != "":
 			dep, err = e.latest(r.ctx, r.tx, opts.Package)
 		default:
-			return fmt.Errorf("%w: StartOptions names neither Package nor DefinitionID", ErrNotFound)
+			return nil, fmt.Errorf("%w: StartOptions names neither Package nor DefinitionID", ErrNotFound)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var proc *xpdl.Process
 		if opts.Process == "" {
 			if proc, err = MainProcess(dep.pkg); err != nil {
-				return err
+				return nil, err
 			}
 		} else if proc = dep.pkg.Process(opts.Process); proc == nil && opts.DefinitionID == 0 {
 			// The latest version may be one of several files of the
 			// package deployed together; the process is in another.
 			if dep, proc, err = e.samePackageTogether(r.ctx, r.tx, dep, opts.Process); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if proc == nil {
-			return notFound("process", opts.Process+" in package "+dep.def.PackageID)
+			return nil, notFound("process", opts.Process+" in package "+dep.def.PackageID)
 		}
 		if len(proc.Activities) == 0 {
-			return &EmptyProcessError{Process: proc.ID}
+			return nil, &EmptyProcessError{Process: proc.ID}
 		}
 		// The key's locks first: a repeated start finds its instance
 		// below even when that holds the lock.
 		lock, err := r.lockForStart(opts, dep, proc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if opts.IdempotencyKey != "" {
 			found, err := e.startedWithKey(r, opts.IdempotencyKey, dep, proc)
@@ -183,25 +183,25 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 			}
 			if err != nil || found != 0 {
 				id = found
-				return cmp.Or(err, errSkip)
+				return nil, err // started before: nothing to write
 			}
 		}
 		given, err := mergeTextVariables(declarations(dep.pkg, proc), opts.Variables, opts.TextVariables)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := lock.refusal(); err != nil {
-			return err
+			return nil, err
 		}
 		r.startKey, r.businessKey, r.lock = opts.IdempotencyKey, opts.BusinessKey, lock
-		child, err := e.createInstance(r, dep, proc, given, nil, nil)
+		created, err := e.createInstance(r, dep, proc, given, nil, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		// The new instance's run is the one to write.
-		*r = *child
-		id = r.pi.ID
-		return a.okOn(r.ctx, r.tx, idText(id), id)
+		// r has no instance of its own: the new instance's run is the one
+		// to write.
+		id = created.pi.ID
+		return created, a.okOn(r.ctx, r.tx, idText(id), id)
 	})
 	if err != nil {
 		return 0, err
@@ -311,15 +311,15 @@ func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, what
 	}
 	// Process control: the critical lane, never behind application calls;
 	// a batch's commands take a normal one (batch.go).
-	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), !bulk(ctx), func(r *run) error {
+	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), !bulk(ctx), func(r *run) (*run, error) {
 		r.op = op
 		if err := r.load(id); err != nil {
-			return err
+			return nil, err
 		}
 		if err := fn(r); err != nil {
-			return err
+			return nil, err
 		}
-		return a.ok(r.ctx, r.tx)
+		return r, a.ok(r.ctx, r.tx)
 	}))
 }
 

@@ -8,8 +8,9 @@
 // bus: the event is written to the outbox in the same transaction as the
 // change that produced it, handed to the scheduler after commit, and
 // processed in order per process instance, different instances in
-// parallel (DESIGN.md §3). The state machines are in engine/machine, the
-// navigator (splits, joins, deadlock) in engine/flow.
+// parallel (docs/architecture.md, "The path of one event"). The state
+// machines are in engine/machine, the navigator (splits, joins, deadlock)
+// in engine/flow.
 //
 // Every command has a …Tx form that runs in the host's *gorm.DB
 // transaction; a nil tx means the engine's own transaction, as the plain

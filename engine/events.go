@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,34 +158,35 @@ func (e *Engine) signal(ctx context.Context, hostTx *gorm.DB, name string, opts 
 
 func (e *Engine) signalOnce(ctx context.Context, hostTx *gorm.DB, name string, vars []byte, opts SignalOpts) (Broadcast, error) {
 	var b Broadcast
-	err := e.transact(ctx, hostTx, actorOf(opts.Actor), func(r *run) error {
+	err := e.transact(ctx, hostTx, actorOf(opts.Actor), func(r *run) (*run, error) {
 		if opts.SignalID != "" {
 			prior, err := r.tx.GetInboxMessage(r.ctx, opts.SignalID)
 			if err == nil {
 				b, err = broadcastOf(prior)
 				b.Duplicate = true
-				return cmp.Or(err, errSkip)
+				return nil, err // sent before: nothing to write
 			} else if !errors.Is(err, store.ErrNotFound) {
-				return err
+				return nil, err
 			}
 		}
 		if opts.Instance != 0 {
 			if err := r.requireOpen(opts.Instance, "signal"); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		subs, err := r.receivers(name, opts.Instance)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.deliverSignal(name, vars, subs)
 		b = Broadcast{Name: name, Receivers: receiversOf(subs)}
 		if opts.SignalID != "" {
 			if err := r.rememberSignal(opts.SignalID, vars, b); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return r.publishNow(hostTx != nil)
+		// The run has no instance: its events are all it writes.
+		return nil, r.publishNow(hostTx != nil)
 	})
 	return b, err
 }
@@ -238,20 +238,18 @@ func (r *run) deliverSignal(name string, vars []byte, subs []store.Subscription)
 // host's transaction, else published for dispatch after commit.
 func (r *run) publishNow(hosted bool) error {
 	if len(r.events) == 0 {
-		return errSkip
+		return nil
 	}
 	if hosted {
-		if _, err := r.tx.InsertEvents(r.ctx, r.withIDs(r.events)); err != nil {
-			return err
-		}
-		return errSkip
+		_, err := r.tx.InsertEvents(r.ctx, r.withIDs(r.events))
+		return err
 	}
 	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)
 	if err != nil {
 		return err
 	}
 	r.published = append(r.published, published...)
-	return errSkip
+	return nil
 }
 
 func receiversOf(subs []store.Subscription) []Receiver {

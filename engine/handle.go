@@ -60,46 +60,48 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 	if ev.Kind == evNotify {
 		return EventDone, e.notify(ctx, ev, p)
 	}
-	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) error {
+	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
 		r.attempt = ev.Attempts
 		// The mark is the fence: it fails when this node no longer holds
 		// the event's claim (it was taken over), and then nothing of this
 		// transaction commits.
 		if err := r.tx.MarkEventsProcessed(r.ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: r.now, Owner: e.owner}); err != nil {
-			return err
+			return nil, err
 		}
+		// An event for no instance, or for one that is gone (purged): the
+		// mark is all there is to write.
 		if ev.ProcessInstanceID == 0 {
-			return errSkip
+			return nil, nil
 		}
 		if err := r.loadCached(ev.ProcessInstanceID); err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return errSkip
+				return nil, nil
 			}
-			return err
+			return nil, err
 		}
 		switch ev.Kind {
 		case evSchedule:
-			return r.schedule(p)
+			return r, r.schedule(p)
 		case evActivityStart:
 			if a := r.activity(p.Activity); a != nil {
-				return r.startActivity(a)
+				return r, r.startActivity(a)
 			}
-			return nil
+			return r, nil
 		case evSubprocess:
-			return r.subprocessEnded(p.Activity, p.Child)
+			return r, r.subprocessEnded(p.Activity, p.Child)
 		case evTimer:
-			return r.timerFired(p.Timer)
+			return r, r.timerFired(p.Timer)
 		case evSignal:
-			return r.signalDelivered(p)
+			return r, r.signalDelivered(p)
 		case evTerminate:
 			if r.state().IsFinal() {
-				return nil
+				return r, nil
 			}
-			return r.terminate()
+			return r, r.terminate()
 		default:
 			e.log.Warn("ignoring an event of unknown kind", "event", ev.ID, "kind", ev.Kind)
-			return nil
+			return r, nil
 		}
 	})
 	if errors.Is(err, store.ErrLeaseLost) {
@@ -127,23 +129,36 @@ func retryDelay(attempts int) time.Duration {
 	return min(d, time.Minute)
 }
 
-// errSkip ends a run that has nothing to write but what it wrote already
-// (an event's processed mark): it commits without touching an instance.
-var errSkip = errors.New("skip")
+// body is the work of one engine transaction, done on the fresh run
+// transact gives it. Besides an error, which rolls the transaction back,
+// it returns the run transact is to finish and write (run.drain, then
+// run.flush for its instance):
+//
+//   - r, the run it was given: the instance r loaded and changed, or,
+//     when r has no instance (a message kept for later), nothing more;
+//   - the run of an instance it created: a start command, whose r has no
+//     instance of its own;
+//   - nil: there is nothing to write besides what the body wrote to the
+//     transaction itself (the processed mark of an event whose instance
+//     is gone, a signal's events), because the body found nothing to
+//     change (a repeated command answered from what is stored, an
+//     instance that recovery finds moving again). An instance r loaded
+//     is left as stored: not even its version moves.
+type body func(r *run) (*run, error)
 
 // transact runs fn on a fresh run in one transaction (the host's when
-// hostTx is not nil, within a savepoint), drains the activity-set work it
-// queued, writes everything, and retries on an optimistic conflict. After
-// the engine's own transaction commits, the produced events go to the
-// scheduler and the records to observers.
-func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn func(r *run) error) error {
+// hostTx is not nil, within a savepoint), drains the activity-set work of
+// the run fn returns, writes it, and retries on an optimistic conflict.
+// After the engine's own transaction commits, the produced events go to
+// the scheduler and the records to observers.
+func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn body) error {
 	return e.transactAs(ctx, hostTx, actor, false, fn)
 }
 
 // transactAs is transact for a critical transaction (process control:
 // suspend, resume, terminate, deadlines, recovery), which takes the group
 // committer's critical lane, or a normal one.
-func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn func(r *run) error) error {
+func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn body) error {
 	doomed := map[string]failure{}
 	bodies := 0 // runs of the body, across attempts and group-commit replays
 	// The application calls of every attempt, observed once the
@@ -168,11 +183,11 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			// have called applications before: as for a redelivered
 			// event, those declared not retryable are not called again.
 			r.rerun = bodies > 1
-			if err := fn(r); errors.Is(err, errSkip) {
-				return nil // commit what fn wrote; no instance to write
-			} else if err != nil {
-				return err
+			w, err := fn(r)
+			if err != nil || w == nil {
+				return err // nil: commit what fn wrote itself
 			}
+			r = w // what follows the commit is about the run written
 			if err := r.drain(); err != nil {
 				return err
 			}
@@ -267,7 +282,7 @@ func (r *run) terminate() error {
 	}
 	children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
 		ParentInstanceID: r.pi.ID,
-		States:           []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},
+		States:           openStates,
 	})
 	if err != nil {
 		return err

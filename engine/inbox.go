@@ -105,17 +105,17 @@ func (e *Engine) Send(ctx context.Context, m Message) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("%w: a message needs a MessageID, an Activity, and either an Instance or a Match", ErrConfig)
 	}
 	var d Delivery
-	err := e.transact(ctx, nil, actorOf(m.User), func(r *run) error {
+	err := e.transact(ctx, nil, actorOf(m.User), func(r *run) (*run, error) {
 		if prior, err := r.tx.GetInboxMessage(r.ctx, m.MessageID); err == nil {
 			d = deliveryOf(prior)
 			d.Duplicate = true
-			return errSkip
+			return nil, nil // sent before: nothing to write
 		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
+			return nil, err
 		}
 		var err error
 		d, err = r.send(m)
-		return err
+		return r, err // r has no instance when the message is only kept
 	})
 	return d, err
 }
@@ -144,7 +144,7 @@ func (r *run) send(m Message) (Delivery, error) {
 		msg.ProcessDefID, msg.Variable, msg.Value = m.Match.Process, m.Match.Variable, value
 		ids, err := r.tx.FindProcessInstancesByVariable(r.ctx, store.FindByVariableParams{
 			ProcessDefID: m.Match.Process, Name: m.Match.Variable, Value: value,
-			States: []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},
+			States: openStates,
 			Limit:  2,
 		})
 		if err != nil {
@@ -191,9 +191,6 @@ func (r *run) send(m Message) (Delivery, error) {
 	stored, err := r.tx.InsertInboxMessage(r.ctx, msg)
 	if err != nil {
 		return Delivery{}, err
-	}
-	if r.pi.ID == 0 {
-		return deliveryOf(stored), errSkip // no instance to write
 	}
 	return deliveryOf(stored), nil
 }

@@ -412,11 +412,11 @@ func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op
 	if err != nil {
 		return a.end(ctx, tx, err)
 	}
-	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) error {
+	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) (*run, error) {
 		r.op = op
 		locks, err := r.tx.LocksForUpdate(r.ctx, key.BusinessKey)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var holder int64
 		for _, l := range locks {
@@ -425,10 +425,10 @@ func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op
 			}
 		}
 		if holder == 0 {
-			return notFound("held lock", key)
+			return nil, notFound("held lock", key)
 		}
 		if err := r.load(holder); err != nil {
-			return err
+			return nil, err
 		}
 		why := fmt.Sprintf("%s released by %s", key, r.actor)
 		r.history = append(r.history, store.HistoryEntry{
@@ -439,9 +439,9 @@ func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op
 		if err := r.dropLocks(key.BusinessKey, func(l store.Lock) bool {
 			return l.Held && l.ScopeKey == scope && l.ProcessInstanceID == holder
 		}, fmt.Sprintf("got the %s released from process instance %d by %s", key, holder, r.actor)); err != nil {
-			return err
+			return nil, err
 		}
-		return a.okOn(r.ctx, r.tx, key.BusinessKey, holder)
+		return r, a.okOn(r.ctx, r.tx, key.BusinessKey, holder)
 	}))
 }
 

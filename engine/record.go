@@ -4,7 +4,8 @@ import "time"
 
 // Record is one observable step of the engine, published to observers
 // after the transaction that made it committed. `goxpdl run --trace jsonl`
-// prints them one per line (DESIGN.md §8).
+// prints them one per line, a format the README ("goxpdl run") keeps
+// stable.
 type Record struct {
 	// Seq numbers the records of this engine in publication order.
 	Seq int64 `json:"seq"`

@@ -62,9 +62,9 @@ func (e *Engine) rescue(ctx context.Context) (int, error) {
 // is harmless.
 func (e *Engine) rescueOne(ctx context.Context, id int64) (bool, error) {
 	moved := false
-	err := e.transactAs(ctx, nil, "recovery", true, func(r *run) error {
+	err := e.transactAs(ctx, nil, "recovery", true, func(r *run) (*run, error) {
 		if err := r.load(id); err != nil {
-			return err
+			return nil, err
 		}
 		// Looked at again in this transaction: the list may be stale (the
 		// instance moved on since, and has an event now). A step that
@@ -73,10 +73,10 @@ func (e *Engine) rescueOne(ctx context.Context, id int64) (bool, error) {
 		// and looks again.
 		still, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{AfterID: id - 1, Limit: 1, NoPendingEvents: true})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(still) == 0 || still[0].ID != id {
-			return errSkip
+			return nil, nil // it moved on meanwhile: leave it as it is
 		}
 		var sent []string
 		switch r.state() {
@@ -90,7 +90,7 @@ func (e *Engine) rescueOne(ctx context.Context, id int64) (bool, error) {
 			}
 		}
 		if len(sent) == 0 {
-			return errSkip
+			return nil, nil // nothing to re-send: leave it as it is
 		}
 		detail := "re-sent " + strings.Join(sent, ", ")
 		r.history = append(r.history, store.HistoryEntry{
@@ -99,7 +99,7 @@ func (e *Engine) rescueOne(ctx context.Context, id int64) (bool, error) {
 		})
 		r.record(Record{Type: RecordProcessRecovered, State: r.pi.State, Detail: detail})
 		moved = true
-		return nil
+		return r, nil
 	})
 	return moved, err
 }

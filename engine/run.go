@@ -136,6 +136,18 @@ type act struct {
 	key string
 }
 
+// openStates are wftype.OpenProcessStates, as the store takes them.
+var openStates = stateNames(wftype.OpenProcessStates)
+
+// stateNames returns states as the store takes them.
+func stateNames[S ~string](states []S) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
+
 // unfinishedStates are the activity states an instance may still move
 // from: everything but Completed.
 var unfinishedStates = []string{

@@ -578,7 +578,7 @@ func (r *run) interrupt(a *act) error {
 	case xpdl.ActivitySubFlow:
 		children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
 			ParentInstanceID: r.pi.ID,
-			States:           []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning), string(wftype.ProcessSuspended)},
+			States:           openStates,
 		})
 		if err != nil {
 			return err

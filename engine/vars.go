@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -137,12 +138,176 @@ func (vt varType) coerce(name string, v any) (any, error) {
 		}
 		return int64(f), nil
 	case xpdl.BasicFloat:
-		if f, ok := number(v); ok {
+		// NaN and the infinities have no JSON form to be stored in.
+		if f, ok := number(v); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
 			return f, nil
 		}
 		return bad()
 	}
 	return v, nil
+}
+
+// same reports whether a and b, two values of a variable of this type in
+// their canonical form (coerce), are the same value: whether a script
+// that left b where a was changed the variable. Scalars compare by
+// value; a DATETIME by the instant it names, so that one written with
+// another zone is the same (two texts that are not RFC 3339 compare as
+// text); JSON values (arrays, records, declared and schema types) member
+// by member, their numbers by value whatever their Go type (the integer 2
+// and the float 2.0 are the same), NaN the same as NaN.
+func (vt varType) same(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if vt.array || (vt.basic == "" && vt.enum == nil) {
+		return sameJSON(a, b)
+	}
+	switch vt.basic {
+	case xpdl.BasicDateTime:
+		x, xok := a.(string)
+		y, yok := b.(string)
+		if !xok || !yok {
+			return false
+		}
+		tx, errx := time.Parse(time.RFC3339Nano, x)
+		ty, erry := time.Parse(time.RFC3339Nano, y)
+		if errx == nil && erry == nil {
+			return tx.Equal(ty)
+		}
+		return x == y
+	case xpdl.BasicFloat:
+		return sameNumber(a, b)
+	}
+	return a == b // string, int64, bool: comparable
+}
+
+// sameJSON compares two JSON values as decoded (maps, slices, strings,
+// bools, numbers of any Go kind) or as a script exported them (times
+// too); anything else is compared with reflect.DeepEqual.
+func sameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !sameJSON(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	}
+	if _, ok := number(a); ok {
+		return sameNumber(a, b)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// sameNumber reports whether a and b are numbers of the same value: two
+// integers exactly, an integer and a float when the float is that
+// integer, two floats when equal or both NaN.
+func sameNumber(a, b any) bool {
+	x, xok := number(a)
+	y, yok := number(b)
+	if !xok || !yok {
+		return false
+	}
+	i, aInt := integer(a)
+	j, bInt := integer(b)
+	switch {
+	case aInt && bInt:
+		return i == j
+	case aInt:
+		return y == math.Trunc(y) && y >= math.MinInt64 && y < math.MaxInt64 && int64(y) == i
+	case bInt:
+		return x == math.Trunc(x) && x >= math.MinInt64 && x < math.MaxInt64 && int64(x) == j
+	}
+	return x == y || (math.IsNaN(x) && math.IsNaN(y))
+}
+
+// integer returns v as an int64 when it is a Go integer that fits one.
+func integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case uint:
+		return int64(n), uint64(n) <= math.MaxInt64
+	case uint8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case uint64:
+		return int64(n), n <= math.MaxInt64
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// scriptCopy returns vars for a script to run over: the arrays and
+// records in it are copies (deep ones), so that what a script changes in
+// place (order.total = 5) shows as a change of the value, and a script
+// that fails leaves the run's values as they were.
+func scriptCopy(vars map[string]any) map[string]any {
+	out := make(map[string]any, len(vars))
+	for name, v := range vars {
+		out[name] = deepCopy(v)
+	}
+	return out
+}
+
+// deepCopy copies the maps and slices of a JSON value.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		c := make(map[string]any, len(x))
+		for k, e := range x {
+			c[k] = deepCopy(e)
+		}
+		return c
+	case []any:
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = deepCopy(e)
+		}
+		return c
+	}
+	return v
 }
 
 func number(v any) (float64, bool) {

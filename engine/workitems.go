@@ -204,40 +204,41 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 		aud = e.audit(ctx, c.Op, audited{action: AuditComplete, kind: TargetWorkItem, target: idText(id)})
 	}
 	var done WorkItem
-	err := e.transact(ctx, tx, c.Op.actor(actorOf(c.User)), func(r *run) error {
+	err := e.transact(ctx, tx, c.Op.actor(actorOf(c.User)), func(r *run) (*run, error) {
 		r.op = c.Op
 		wi, err := r.tx.GetWorkItem(r.ctx, id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return notFound("work item", id)
+				return nil, notFound("work item", id)
 			}
-			return err
+			return nil, err
 		}
 		aud.about(wi.ProcessInstanceID)
 		if workitem.State(wi.State) == workitem.Completed && c.IdempotencyKey != "" && wi.CompletionKey == c.IdempotencyKey {
-			return r.repeatedCompletion(wi, c, &done)
+			// Completed before with this key: nothing to write.
+			return nil, r.repeatedCompletion(wi, c, &done)
 		}
 		if err := r.load(wi.ProcessInstanceID); err != nil {
-			return err
+			return nil, err
 		}
 		if r.state().IsFinal() {
-			return r.processAccepts("complete work item")
+			return nil, r.processAccepts("complete work item")
 		}
 		if _, err := workitem.Next(workitem.State(wi.State), workitem.Complete, ""); err != nil {
-			return err
+			return nil, err
 		}
 		if err := r.processAccepts("complete work item"); err != nil {
-			return err
+			return nil, err
 		}
 		a, err := r.itemActivity(wi)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := r.completeItem(&wi, a, c, nil); err != nil {
-			return err
+			return nil, err
 		}
 		done = workItemOf(wi)
-		return aud.ok(r.ctx, r.tx)
+		return r, aud.ok(r.ctx, r.tx)
 	})
 	return done, aud.end(ctx, tx, err)
 }
@@ -299,7 +300,7 @@ func (r *run) repeatedCompletion(wi store.WorkItem, c Completion, done *WorkItem
 			Reason: "the idempotency key was used with other outputs"}
 	}
 	*done = workItemOf(wi)
-	return errSkip
+	return nil
 }
 
 // workItemOp runs one life-cycle command on a work item: it checks the
@@ -321,44 +322,44 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 			aud.entry.Actor = clip(user, maxAuditKey) // the administrator
 		}
 	}
-	err := e.transact(ctx, tx, op.actor(user), func(r *run) error {
+	err := e.transact(ctx, tx, op.actor(user), func(r *run) (*run, error) {
 		r.op = op
 		wi, err := r.tx.GetWorkItem(r.ctx, id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return notFound("work item", id)
+				return nil, notFound("work item", id)
 			}
-			return err
+			return nil, err
 		}
 		aud.about(wi.ProcessInstanceID)
 		if err := r.load(wi.ProcessInstanceID); err != nil {
-			return err
+			return nil, err
 		}
 		if r.state().IsFinal() {
-			return r.processAccepts(string(cmd) + " work item")
+			return nil, r.processAccepts(string(cmd) + " work item")
 		}
 		from := workitem.State(wi.State)
 		to, err := workitem.Next(from, cmd, "")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cmd != workitem.Reassign {
 			if err := r.processAccepts(string(cmd) + " work item"); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		a, err := r.itemActivity(wi)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		before := wi
 		if err := check(r, &wi, a); err != nil {
-			return err
+			return nil, err
 		}
 		if err := r.moveItem(&wi, from, to, user, changeDetail(before, wi)); err != nil {
-			return err
+			return nil, err
 		}
-		return aud.ok(r.ctx, r.tx)
+		return r, aud.ok(r.ctx, r.tx)
 	})
 	return aud.end(ctx, tx, err)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/goxpdl/goxpdl/internal/startstop"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
 )
@@ -28,11 +29,13 @@ const (
 )
 
 // ErrStarted is returned by Start when the Bus has been started before.
-var ErrStarted = errors.New("eventbus: already started")
+// It is the error of every background service of goxpdl (timer.ErrStarted
+// is the same value).
+var ErrStarted = startstop.ErrStarted
 
 // ErrStopped is returned by Start when the Bus has been stopped; a Bus is
 // not restarted.
-var ErrStopped = errors.New("eventbus: stopped")
+var ErrStopped = startstop.ErrStopped
 
 // Sink receives the events of the bus, from Dispatch and from the poller.
 // Deliver must not block for long: the poller waits for it before it
@@ -118,12 +121,10 @@ type Bus struct {
 	published, dispatched, polled, polls, pollErrors, redelivered atomic.Uint64
 	busy                                                          atomic.Int32
 
-	mu      sync.Mutex
-	held    []heldEvent // events to hand over again, in memory (Redeliver)
-	started bool
-	stopped bool
-	cancel  context.CancelFunc // cancels the poller's ctx
-	done    chan struct{}      // closed when the poller has returned
+	mu   sync.Mutex
+	held []heldEvent // events to hand over again, in memory (Redeliver)
+
+	poller startstop.Service
 }
 
 // New returns a Bus that delivers to sink. It returns a *ConfigError when
@@ -262,7 +263,7 @@ type heldEvent struct {
 func (b *Bus) Redeliver(ev store.Event, at time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.started || b.stopped || len(b.held) >= MaxHeld || ev.ClaimedBy != b.owner {
+	if !b.poller.Running() || len(b.held) >= MaxHeld || ev.ClaimedBy != b.owner {
 		return false
 	}
 	b.held = append(b.held, heldEvent{ev: ev, at: at})
@@ -316,42 +317,26 @@ func (b *Bus) Nudge() {
 // still be called to wait for it). Start returns ErrStarted when called
 // twice and ErrStopped after Stop.
 func (b *Bus) Start(ctx context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.stopped:
-		return ErrStopped
-	case b.started:
-		return ErrStarted
+	if err := b.poller.Start(ctx, b.run); err != nil {
+		return fmt.Errorf("eventbus: %w", err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	b.started, b.cancel, b.done = true, cancel, make(chan struct{})
-	go b.run(runCtx)
 	return nil
 }
 
 // Stop stops the poller and waits for it to return, including a Sink
 // delivery in progress. It returns ctx.Err() when ctx ends first (the
 // poller is told to stop all the same). Stop is idempotent, and safe
-// before Start; a stopped Bus cannot be started again.
+// before Start; a stopped Bus cannot be started again. The events held
+// for redelivery are dropped: their claims are released by the node's
+// Leave, or run out.
 func (b *Bus) Stop(ctx context.Context) error {
+	err := b.poller.Stop(ctx)
+	// After the poller counts as stopped, so that no Redeliver adds to
+	// what is dropped here.
 	b.mu.Lock()
-	b.stopped = true
-	b.held = nil // their claims are released by the node's Leave, or run out
-	if b.cancel != nil {
-		b.cancel()
-	}
-	done := b.done
+	b.held = nil
 	b.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return err
 }
 
 // Stats returns the bus's counters.
@@ -369,7 +354,6 @@ func (b *Bus) Stats() Stats {
 
 // run is the poller's loop.
 func (b *Bus) run(ctx context.Context) {
-	defer close(b.done)
 	for {
 		b.poll(ctx)
 		t := b.clock.NewTimer(b.pollInterval)

@@ -28,14 +28,29 @@
 // Delivery is at least once. An event whose handling failed, or whose
 // node crashed or stopped before it was handled, is left unprocessed;
 // once its claim's lease expires the poller (of any node) claims and
-// delivers it again. An event may therefore be delivered more than once,
-// also to the same node (for example when it waited in the scheduler's
-// queue for longer than the lease), and handlers must recognise an
-// event they have already applied by its Event.ID or EventID. Choose
-// Config.Lease longer than an event normally waits and runs.
+// delivers it again. A handler may instead give the claim up itself with
+// a backoff (store.Tx.RetryEvent: the event is claimable again at a
+// later AvailableAt), as the engine does; when the database cannot even
+// record that (an outage), Redeliver holds the event in memory and the
+// poller hands it over again when it is due. An event may therefore be
+// delivered more than once, also to the same node (for example when it
+// waited in the scheduler's queue for longer than the lease), and
+// handlers must recognise an event they have already applied: the
+// engine's handler marks it processed only while this node holds its claim
+// (store.MarkEventsProcessedParams.Owner), which fails for a second
+// delivery. Choose Config.Lease longer than an event normally waits and
+// runs.
 //
 // Events published with an AvailableAt in the future are not pre-claimed
 // and Dispatch skips them: the poller delivers them once they are due.
+//
+// # Lifecycle
+//
+// New, then Start: the Bus owns one goroutine, the poller, between Start
+// and Stop (an internal/startstop Service). Publish and Dispatch work
+// without it. Stop waits for a delivery in progress; it is idempotent
+// and safe before Start, and a stopped Bus is not started again
+// (ErrStopped). Stats counts what was published, dispatched and polled.
 //
 // # Quick start
 //

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goxpdl/goxpdl/internal/startstop"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
 )
@@ -77,10 +78,10 @@ type Membership struct {
 	log  *slog.Logger
 	host string
 
-	mu   sync.Mutex
-	stop chan struct{} // closed by Leave
-	done chan struct{} // closed when the renewer has returned
-	left bool
+	mu      sync.Mutex
+	joined  bool
+	left    bool
+	renewer startstop.Service
 }
 
 // NewMembership checks cfg and returns a Membership that has not joined.
@@ -105,7 +106,7 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 func (m *Membership) Join(ctx context.Context) (JoinReport, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.done != nil || m.left {
+	if m.joined || m.left {
 		return JoinReport{}, errors.New("recovery: Join called twice or after Leave")
 	}
 	var rep JoinReport
@@ -133,11 +134,16 @@ func (m *Membership) Join(ctx context.Context) (JoinReport, error) {
 		m.log.Info("took over the work of stopped nodes", "node", m.cfg.NodeID, "epoch", rep.Node.Epoch,
 			"previous_run", rep.Replaced, "reaped", reaped, "released_claims", rep.Released)
 	}
-	// The renewer's statements are not cancelled mid-way (Leave waits
-	// for the one under way): a cancelled statement can cost the pool its
-	// connection, and with it an in-memory SQLite database.
-	m.stop, m.done = make(chan struct{}), make(chan struct{})
-	go m.renew(context.WithoutCancel(ctx), m.stop, m.done)
+	// The renewer runs until Leave, whatever becomes of ctx, and its
+	// statements are not cancelled mid-way (Leave waits for the one under
+	// way): a cancelled statement can cost the pool its connection, and
+	// with it an in-memory SQLite database.
+	m.joined = true
+	if err := m.renewer.Start(context.WithoutCancel(ctx), func(ctx context.Context) {
+		m.renew(context.WithoutCancel(ctx), ctx.Done())
+	}); err != nil {
+		return JoinReport{}, fmt.Errorf("recovery: start renewing node %s: %w", m.cfg.NodeID, err)
+	}
 	return rep, nil
 }
 
@@ -206,12 +212,11 @@ func (m *Membership) inTx(ctx context.Context, fn func(ctx context.Context, tx s
 }
 
 // renew renews the lease every third of it and reaps dead nodes, until
-// stop is closed. A lost lease is taken again when the row is gone (this node
+// stop is closed (Leave). A lost lease is taken again when the row is gone (this node
 // was silent too long and was reaped: its claims went back to the pool,
 // so its unfinished transactions cannot commit); when a newer run of the
 // NodeID holds the row, Replaced is called and renewing stops.
-func (m *Membership) renew(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
+func (m *Membership) renew(ctx context.Context, stop <-chan struct{}) {
 	every := m.cfg.Lease / 3
 	for {
 		t := m.cfg.Clock.NewTimer(every)
@@ -281,16 +286,13 @@ func (m *Membership) Leave(ctx context.Context) error {
 		return nil
 	}
 	m.left = true
-	stop, done := m.stop, m.done
+	joined := m.joined
 	m.mu.Unlock()
-	if stop == nil {
+	if !joined {
 		return nil
 	}
-	close(stop)
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := m.renewer.Stop(ctx); err != nil {
+		return err
 	}
 	return m.inTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if _, err := tx.ReleaseClaims(ctx, m.cfg.Owner); err != nil {

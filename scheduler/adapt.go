@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -197,19 +198,15 @@ func (s *Scheduler) meterLocked(p pool, delta int) {
 
 // adapt is the controller's goroutine: every adaptEvery it samples the
 // normal pool and resizes it. Started by Start when the pool is adaptive,
-// stopped by Stop (quit) or a hard stop.
-func (s *Scheduler) adapt() {
-	defer s.adapter.Done()
+// stopped by Stop or a hard stop (both cancel ctx).
+func (s *Scheduler) adapt(ctx context.Context) {
 	cpu, cpuOK := s.cpuFunc()
 	var st adaptState
 	for {
 		t := s.clock.NewTimer(s.adaptEvery)
 		select {
 		case <-t.C():
-		case <-s.quit:
-			t.Stop()
-			return
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return
 		}

@@ -60,6 +60,16 @@
 // delivered before Start wait for it. Handlers receive a ctx derived from
 // Start's ctx that is cancelled only on a hard stop: when Stop's ctx ends
 // before the drain has finished, or when Start's ctx is cancelled. The
-// Scheduler owns its pools and goroutines (a feeder per pool, the
-// controller); Stop releases them and waits.
+// Scheduler owns its pools and goroutines (a feeder per pool and the
+// controller, each an internal/startstop Service on the handlers' ctx);
+// Stop waits for the drain, then releases the pools and waits for every
+// goroutine. Stop is idempotent and safe before Start, and a stopped
+// Scheduler is not started again (ErrStopped).
+//
+// # ForEach
+//
+// ForEach is the scheduler's other, smaller job: it runs n calls on up to
+// a given number of goroutines that the caller owns for the length of the
+// call (the engine's batch runner gives a chunk's instances their
+// commands with it). It uses neither the pools nor the mailboxes.
 package scheduler

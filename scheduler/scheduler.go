@@ -16,6 +16,7 @@ import (
 	"github.com/panjf2000/ants/v2"
 
 	"github.com/goxpdl/goxpdl/eventbus"
+	"github.com/goxpdl/goxpdl/internal/startstop"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
 )
@@ -143,16 +144,15 @@ type Scheduler struct {
 	normalMin, normalMax int
 	adaptEvery           time.Duration
 	cpuFunc              func() (time.Duration, bool) // the process's CPU time so far
-	adapter              sync.WaitGroup               // the controller's goroutine
+	adapter              startstop.Service            // the controller's goroutine
 	adaptHook            func(from, to int)           // tests only: called after each sample
 
 	processed, failed, duplicates, dropped atomic.Uint64
 
-	wake     [numPools]chan struct{} // a feeder has work; capacity 1
-	quit     chan struct{}           // closed by Stop to end the feeders
-	stopped  chan struct{}           // closed when Stop has finished
-	feeders  sync.WaitGroup
-	stopHook func() // tests only: called when Stop begins to drain
+	wake     [numPools]chan struct{}     // a feeder has work; capacity 1
+	stopped  chan struct{}               // closed when Stop has finished
+	feeders  [numPools]startstop.Service // one goroutine per pool
+	stopHook func()                      // tests only: called when Stop begins to drain
 
 	mu      sync.Mutex
 	state   lifecycle
@@ -203,7 +203,6 @@ func New(cfg Config) (*Scheduler, error) {
 		normalMax:   hi,
 		adaptEvery:  cmp.Or(cfg.AdaptInterval, DefaultAdaptInterval),
 		cpuFunc:     processCPU,
-		quit:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 		mailboxes:   make(map[int64]*mailbox),
 		looseIDs:    make(map[int64]struct{}),
@@ -395,15 +394,16 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.state = stateRunning
+	// The goroutines run on the handlers' ctx: the hard stop (Start's ctx,
+	// or Stop's cancel) ends them too. Neither Service was started
+	// before (state was stateNew), so their Start cannot fail.
 	for p := range numPools {
-		s.feeders.Add(1)
-		go s.feed(p)
+		_ = s.feeders[p].Start(s.ctx, func(ctx context.Context) { s.feed(ctx, p) })
 	}
 	if s.adaptive() {
 		now := s.clock.Now()
 		s.meter = loadMeter{since: now, last: now}
-		s.adapter.Add(1)
-		go s.adapt()
+		_ = s.adapter.Start(s.ctx, s.adapt)
 	}
 	return nil
 }
@@ -461,16 +461,21 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.dropQueuedLocked()
 	s.mu.Unlock()
+	// The handlers' ctx ends the feeders and the controller too. The
+	// controller is waited for first: no Tune once the pools are released.
 	s.cancel()
-	close(s.quit)
-	s.adapter.Wait() // no Tune once the pools are released
+	_ = s.adapter.Stop(context.Background())
 	for p, pl := range s.pools {
 		// Waits for the running handlers and the pool's own goroutines.
 		if rerr := pl.ReleaseContext(context.Background()); rerr != nil {
 			s.logger.Error("scheduler: release pool", slog.String("pool", pool(p).String()), slog.Any("error", rerr))
 		}
 	}
-	s.feeders.Wait()
+	for p := range s.feeders {
+		// Waits: a feeder blocked in Submit returns once its pool is
+		// released.
+		_ = s.feeders[p].Stop(context.Background())
+	}
 
 	s.mu.Lock()
 	s.state = stateStopped
@@ -558,18 +563,15 @@ func (s *Scheduler) Stats() Stats {
 
 // feed is the feeder of pool p: it takes entries off the pool's run queue
 // and submits them, waiting while the pool is busy.
-func (s *Scheduler) feed(p pool) {
-	defer s.feeders.Done()
-	for s.ctx.Err() == nil {
+func (s *Scheduler) feed(ctx context.Context, p pool) {
+	for ctx.Err() == nil {
 		s.mu.Lock()
 		e, ok := s.takeLocked(p)
 		s.mu.Unlock()
 		if !ok {
 			select {
 			case <-s.wake[p]:
-			case <-s.quit:
-				return
-			case <-s.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 			continue

@@ -1,5 +1,7 @@
 // Package script evaluates the JavaScript of XPDL definitions: transition
-// conditions, deadline expressions and script tool agents (DESIGN.md §9).
+// conditions, deadline expressions, script tasks and script tool agents
+// (docs/engine.md, "Data fields"; docs/xpdl-support.md, "Expressions and
+// languages").
 //
 // Expressions run in github.com/dop251/goja, a JavaScript engine in pure
 // Go. Compiled programs are cached by source text. Data fields are visible

@@ -32,7 +32,7 @@ func NewCalendar(clock Clock, sched Schedule, fn func(ctx context.Context)) *Cal
 
 // Start arms the first time, the schedule's first after now, and starts
 // the goroutine that waits for it. Cancelling ctx stops it as Stop does.
-// A second Start does nothing.
+// A second Start, or a Start after Stop, does nothing.
 func (c *Calendar) Start(ctx context.Context) {
 	first := c.arm(c.clock.Now())
 	if err := c.life.Start(ctx, func(ctx context.Context) { c.run(ctx, first) }); err != nil && first != nil {
@@ -42,7 +42,7 @@ func (c *Calendar) Start(ctx context.Context) {
 
 // Stop stops the goroutine and waits for it (a run in progress has its
 // ctx cancelled), or returns ctx.Err() when ctx ends first. It is
-// idempotent and safe before Start.
+// idempotent and safe before Start (which then does nothing).
 func (c *Calendar) Stop(ctx context.Context) error { return c.life.Stop(ctx) }
 
 // arm returns a timer for the schedule's first time after now; nil when

@@ -18,7 +18,9 @@ func TestCalendarRunsAtTheScheduleTimes(t *testing.T) {
 	require.NoError(t, err)
 	runs := make(chan time.Time, 10)
 	c := timer.NewCalendar(clock, sched, func(context.Context) { runs <- clock.Now() })
-	require.NoError(t, c.Stop(t.Context()), "Stop before Start")
+	stopped := timer.NewCalendar(clock, sched, func(context.Context) { t.Error("ran after Stop") })
+	require.NoError(t, stopped.Stop(t.Context()), "Stop before Start")
+	stopped.Start(t.Context()) // does nothing, and leaves no timer armed
 
 	added := clock.TimerAdded()
 	c.Start(t.Context())

@@ -1,9 +1,3 @@
-// Package timer is the only goxpdl package that reads a clock. It holds the
-// Clock interface every other package takes its time from, the real clock,
-// and a fake clock for tests that moves only when told to.
-//
-// Deadlines, reminders and timer events (a later part of this package)
-// build on the same Clock.
 package timer
 
 import (

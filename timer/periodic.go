@@ -26,7 +26,8 @@ func NewPeriodic(clock Clock, interval time.Duration, fn func(ctx context.Contex
 }
 
 // Start starts the goroutine; fn runs at once, then every interval.
-// Cancelling ctx stops it as Stop does. A second Start does nothing.
+// Cancelling ctx stops it as Stop does. A second Start, or a Start after
+// Stop, does nothing.
 func (p *Periodic) Start(ctx context.Context) {
 	_ = p.life.Start(ctx, p.run) // started before: nothing to do
 }
@@ -41,7 +42,7 @@ func (p *Periodic) Now() {
 
 // Stop stops the goroutine and waits for it (a run in progress has its
 // ctx cancelled), or returns ctx.Err() when ctx ends first. It is
-// idempotent and safe before Start.
+// idempotent and safe before Start (which then does nothing).
 func (p *Periodic) Stop(ctx context.Context) error { return p.life.Stop(ctx) }
 
 func (p *Periodic) run(ctx context.Context) {

@@ -15,7 +15,6 @@ func TestPeriodicRunsAtOnceThenEveryInterval(t *testing.T) {
 	clock := timer.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	runs := make(chan struct{}, 10)
 	p := timer.NewPeriodic(clock, time.Minute, func(context.Context) { runs <- struct{}{} })
-	require.NoError(t, p.Stop(t.Context()), "Stop before Start")
 	added := clock.TimerAdded()
 	p.Start(t.Context())
 	<-runs // at once
@@ -27,4 +26,13 @@ func TestPeriodicRunsAtOnceThenEveryInterval(t *testing.T) {
 	require.NoError(t, p.Stop(t.Context()))
 	require.NoError(t, p.Stop(t.Context()), "Stop is idempotent")
 	require.Empty(t, runs, "no run after Stop")
+}
+
+func TestPeriodicStoppedBeforeStartNeverRuns(t *testing.T) {
+	t.Parallel()
+	clock := timer.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := timer.NewPeriodic(clock, time.Minute, func(context.Context) { t.Error("ran after Stop") })
+	require.NoError(t, p.Stop(t.Context()), "Stop before Start")
+	p.Start(t.Context()) // does nothing: a stopped Periodic stays stopped
+	require.NoError(t, p.Stop(t.Context()))
 }

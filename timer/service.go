@@ -26,10 +26,14 @@ const (
 	DefaultMaxWait = time.Second
 )
 
-// Errors of the service's life cycle.
+// Errors of the service's life cycle, those of every background service
+// of goxpdl (eventbus.ErrStarted and ErrStopped are the same values).
 var (
-	ErrStarted = errors.New("timer: service already started")
-	ErrStopped = errors.New("timer: service stopped")
+	// ErrStarted is returned by Start when the Service was started before.
+	ErrStarted = startstop.ErrStarted
+	// ErrStopped is returned by Start after Stop: a Service is not
+	// restarted.
+	ErrStopped = startstop.ErrStopped
 )
 
 // FireFunc turns timers that fired into work, inside tx, the transaction
@@ -163,18 +167,15 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 // for it). It returns ErrStarted when called twice and ErrStopped after
 // Stop.
 func (s *Service) Start(ctx context.Context) error {
-	switch err := s.life.Start(ctx, s.run); {
-	case errors.Is(err, startstop.ErrStarted):
-		return ErrStarted
-	case errors.Is(err, startstop.ErrStopped):
-		return ErrStopped
-	default:
-		return err
+	if err := s.life.Start(ctx, s.run); err != nil {
+		return fmt.Errorf("timer: service: %w", err)
 	}
+	return nil
 }
 
 // Stop stops the goroutine and waits for it, including a firing in
-// progress, or until ctx ends. It is idempotent and safe before Start.
+// progress, or until ctx ends. It is idempotent and safe before Start
+// (which then returns ErrStopped).
 func (s *Service) Stop(ctx context.Context) error { return s.life.Stop(ctx) }
 
 // Armed tells the service that a timer due at due was committed, so that

@@ -7,9 +7,11 @@ package wftype
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
-// ProcessState is the state of a process instance (DESIGN.md §1).
+// ProcessState is the state of a process instance (docs/engine.md,
+// "States").
 type ProcessState string
 
 // The process instance states.
@@ -45,7 +47,21 @@ func (s ProcessState) IsFinal() bool {
 	return s == ProcessCompleted || s == ProcessTerminated || s == ProcessLocking
 }
 
-// ActivityState is the state of an activity instance (DESIGN.md §1).
+// OpenProcessStates lists the states of a process instance that is under
+// way: it has begun and not finished. The engine looks among them for the
+// subflows a terminated parent takes down and for the instance a message
+// is matched to by a variable's value. Every state is open, final
+// (IsFinal) or Queued: a Queued instance has not begun (it waits for a
+// business-key lock) and is neither.
+var OpenProcessStates = []ProcessState{ProcessInitiated, ProcessRunning, ProcessSuspended}
+
+// IsOpen reports whether s is one of OpenProcessStates.
+func (s ProcessState) IsOpen() bool {
+	return slices.Contains(OpenProcessStates, s)
+}
+
+// ActivityState is the state of an activity instance (docs/engine.md,
+// "States").
 type ActivityState string
 
 // The activity instance states.
@@ -72,7 +88,11 @@ var ActivityStates = []ActivityState{
 	ActivityInitiated, ActivityActive, ActivityWaiting, ActivityInActive, ActivityCompleted, ActivityAbnormal,
 }
 
-// EventKind names an event on the bus (DESIGN.md §1, the minimum set).
+// EventKind names a kind of event of the WfMC reference model's minimum
+// set. The engine's outbox carries two of them (EventSubprocessCompleted,
+// EventTerminateRequested) beside kinds of its own (engine/run.go;
+// docs/architecture.md, "The path of one event"); the others name no
+// event the engine writes today.
 type EventKind string
 
 // The event kinds.

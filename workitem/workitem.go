@@ -1,18 +1,26 @@
 // Package workitem holds the life cycle of a work item (I1): the states a
 // person's piece of work goes through and the commands that move it, as
-// pure code with no database, clock or goroutine. The engine drives it,
-// persists the result, writes an audit entry and publishes an event for
-// every change.
+// pure code with no database, clock or goroutine: Next says where a
+// command takes an item, or refuses it (*TransitionError).
+//
+// The engine drives it (engine/workitems.go): in the transaction of the
+// command it checks the transition here, checks who may give the command
+// (the host's resource.Directory), writes the item with whose worklists
+// show it, and writes a history entry and a trace record for every
+// change; a command an operator gives on someone's behalf, and every
+// reassignment, also goes into the audit log. The records the host asks
+// for (engine.Config.Notify) reach it as durable notifications.
 //
 // A manual activity offers a work item to the users, roles and units its
 // performer resolves to (Offered). One of them claims it (Allocated, with
-// an owner), starts it (Started) and completes it (Completed), which moves
-// the process on. Completing an Offered or Allocated item claims and
-// starts it on the way. An owner may release the item (back to Offered) or
-// delegate it to another user; an administrator may reassign it to other
-// people. A suspended process suspends its open items and resuming it
-// restores them; terminating the process, a deadline or a lost race
-// withdraws them.
+// an owner), starts it (Started) and completes it (Completed), which
+// completes the activity and moves the process on in the same
+// transaction. An Offered or Allocated item may be completed at once:
+// the one who completes it becomes its owner. An owner may release the
+// item (back to Offered) or delegate it to another user; an administrator
+// may reassign it to other people. A suspended process suspends its open
+// items and resuming it restores them; terminating the process, a
+// deadline, a lost race or a cancelled activity withdraws them.
 package workitem
 
 import (

@@ -15,7 +15,8 @@ import (
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
-// The corpus of real XPDL files (DESIGN.md §10) lives outside the
+// The corpus of real XPDL files (docs/architecture.md, "The packages";
+// docs/corpus-run.md) lives outside the
 // repository, next to it: ../shared/xpdl-corpus relative to the module root
 // (../../shared/xpdl-corpus from this package's directory). GOXPDL_CORPUS
 // overrides the location. The tests skip, saying so, when it is absent.

@@ -40,7 +40,8 @@ func repoRoot(tb testing.TB) string {
 }
 
 // testdataPath returns a path under the repository's top-level testdata
-// folder (the project's own XPDL files and golden outputs, see DESIGN.md).
+// folder (the project's own XPDL files and golden outputs, see
+// docs/architecture.md, "The packages").
 func testdataPath(tb testing.TB, elem ...string) string {
 	tb.Helper()
 	return filepath.Join(append([]string{repoRoot(tb), "testdata"}, elem...)...)

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// RewriteKind names one of the rewrites of DESIGN.md §6.
+// RewriteKind names one of the rewrites of docs/reentrancy.md.
 type RewriteKind string
 
 // The rewrites Rewrite applies.
@@ -125,8 +125,8 @@ func plural(n int, one, many string) string {
 }
 
 // Rewrite returns the package the engine runs for pkg: the two loop
-// shapes of DESIGN.md §6 rewritten, and the list of rewrites applied
-// (docs/reentrancy.md).
+// shapes of docs/reentrancy.md rewritten, and the list of rewrites
+// applied.
 //
 //   - Loop entry: an activity with an XOR join, not marked
 //     Reentrant="true", that has at least one incoming transition from

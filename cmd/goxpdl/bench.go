@@ -264,7 +264,7 @@ func workloadXPDL(name string) []byte {
 }
 
 // benchReport is what bench prints; the JSON field names are part of the
-// command-line contract (DESIGN.md §8).
+// command-line contract (README.md, "goxpdl bench").
 type benchReport struct {
 	Workload                    string   `json:"workload"`
 	Process                     string   `json:"process"`

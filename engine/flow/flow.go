@@ -4,7 +4,8 @@
 // (a process's top level, or one run of an ActivitySet) has finished or
 // can never move again.
 //
-// It is pure (DESIGN.md §1): no database, clock or goroutine. Conditions
+// It is pure (docs/architecture.md, "The state machines"): no database,
+// clock or goroutine. Conditions
 // are decided by a caller-supplied Evaluator; the arrivals waiting at joins
 // are a Tokens value the caller persists with the process instance.
 //

@@ -1,7 +1,9 @@
 // Package machine holds the process-instance and activity-instance state
-// machines of DESIGN.md §1 as pure functions: given a state and a command
-// they return the next state or a typed refusal. They touch no database,
-// clock or goroutine; the scheduler drives them and persists the results.
+// machines (docs/engine.md, "States"; docs/architecture.md, "The state
+// machines") as pure functions: given a state and a command they return
+// the next state or a typed refusal. They touch no database, clock or
+// goroutine; the engine's runs (engine/run.go) drive them and persist the
+// results.
 package machine
 
 import "github.com/goxpdl/goxpdl/wftype"
@@ -157,7 +159,8 @@ var allowedWhileSuspended = map[ActivityCommand]bool{
 // NextActivityState returns the state cmd moves an activity instance in
 // state from to, given the state of its process instance. Activities move
 // freely only while the process is Running; a Suspended process accepts
-// only a Waiting activity's completion or failure (DESIGN.md §1); a
+// only a Waiting activity's completion or failure (docs/engine.md,
+// "States": a Waiting activity may still receive its subflow's result); a
 // finished process accepts nothing. Refusals are *wftype.StateError.
 func NextActivityState(process wftype.ProcessState, from wftype.ActivityState, cmd ActivityCommand) (wftype.ActivityState, error) {
 	refuse := func(subject, state string, finished bool) (wftype.ActivityState, error) {

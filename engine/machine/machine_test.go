@@ -14,8 +14,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The legal transitions, written out as DESIGN.md §1 states them. Every
-// (state, command) pair not listed here must be refused.
+// The legal transitions, written out as docs/engine.md ("States") states
+// them. Every (state, command) pair not listed here must be refused.
 var legalProcess = map[string]wftype.ProcessState{
 	"Initiated/schedule":  wftype.ProcessRunning,
 	"Running/suspend":     wftype.ProcessSuspended,

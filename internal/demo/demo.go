@@ -25,6 +25,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -260,11 +261,15 @@ var partners = []string{
 	"Golden Phoenix Lottery Info", "Harbour Ticketing", "Mountain Mail Push", "Orchid Stock Quotes",
 }
 
+// notEnded are the states of the instances MaxOpen counts: those under way
+// and those Locking, which wait for an operator's repair.
+var notEnded = slices.Concat(wftype.OpenProcessStates, []wftype.ProcessState{wftype.ProcessLocking})
+
 // startOne starts one assessment, unless MaxOpen are open.
 func (d *Driver) startOne(ctx context.Context) error {
 	page, err := d.eng.Instances(ctx, engine.InstanceFilter{
 		Package: PackageID, Process: ProcessID, Limit: d.cfg.MaxOpen,
-		States: []wftype.ProcessState{wftype.ProcessInitiated, wftype.ProcessRunning, wftype.ProcessSuspended, wftype.ProcessLocking},
+		States: notEnded,
 	})
 	if err != nil {
 		return fmt.Errorf("demo: count open instances: %w", err)

@@ -15,7 +15,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestStartRunsUntilStop(t *testing.T) {
 	t.Parallel()
 	var s startstop.Service
-	require.NoError(t, s.Stop(t.Context()), "nothing to do before Start")
 	ran := make(chan struct{})
 	require.NoError(t, s.Start(t.Context(), func(ctx context.Context) {
 		close(ran)
@@ -52,4 +51,13 @@ func TestCancellingStartsContextStopsTheGoroutine(t *testing.T) {
 	cancel()
 	<-stopped
 	require.NoError(t, s.Stop(t.Context()))
+}
+
+func TestStopBeforeStartStopsForGood(t *testing.T) {
+	t.Parallel()
+	var s startstop.Service
+	require.False(t, s.Running())
+	require.NoError(t, s.Stop(t.Context()))
+	require.ErrorIs(t, s.Start(t.Context(), func(context.Context) { t.Error("ran after Stop") }), startstop.ErrStopped)
+	require.False(t, s.Running())
 }

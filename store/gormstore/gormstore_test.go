@@ -41,9 +41,10 @@ type hostOrder struct {
 	Title string
 }
 
-// TestHostTransaction checks the gormstore side of DESIGN §4: a Store
-// built over the host's transaction writes in it, and InTx on it nests
-// with a savepoint.
+// TestHostTransaction checks the gormstore side of the transactions a
+// host shares with the engine (docs/architecture.md, "Transactions shared
+// with the host"): a Store built over the host's transaction writes in
+// it, and InTx on it nests with a savepoint.
 func TestHostTransaction(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
