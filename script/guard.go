@@ -39,7 +39,7 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
   var apply = Reflect.apply, construct = Reflect.construct, defineProperty = Object.defineProperty,
       getPrototypeOf = Object.getPrototypeOf, getOwnPropertyNames = Object.getOwnPropertyNames,
       isArray = Array.isArray, trunc = Math.trunc, indexOf = String.prototype.indexOf,
-      stringify = JSON.stringify, parse = JSON.parse, exec = RegExp.prototype.exec, RegExpCtor = RegExp;
+      stringify = JSON.stringify, parse = JSON.parse;
   var SLOT = 16, STRING = 32, NUMBER = 24;
 
   function over(bytes, what) {
@@ -61,26 +61,11 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
   function count(s, sub) {
     return sub.length === 0 ? s.length + 1 : countOf(s, sub);
   }
-  // countMatches: how often the regular expression rx matches in s,
-  // counting no further than max, on a copy (rx's lastIndex is the
-  // script's).
-  function countMatches(rx, s, max) {
-    var r = new RegExpCtor(rx.source, rx.flags), n = 0, m;
-    r.lastIndex = 0;
-    while (n < max && (m = apply(exec, r, [s])) !== null) {
-      n++;
-      if (m[0].length === 0) r.lastIndex++;
-    }
-    return n;
-  }
-  // matchBound: how many matches of rx in s a replace or match must
-  // allow for, given that each costs perMatch bytes: exact when the
-  // crude bound would be over budget.
-  function matchBound(rx, s, perMatch) {
-    if (!rx.global) return 1;
-    var crude = s.length + 1;
-    if (crude * perMatch <= budget) return crude;
-    return countMatches(rx, s, trunc(budget / perMatch) + 1);
+  // matches: how many matches of the regular expression rx in s a
+  // replace or match must allow for: one, or for a global one a match at
+  // every character (counting them would take as much as the call).
+  function matches(rx, s) {
+    return rx.global ? s.length + 1 : 1;
   }
 
   // What scripts are not given: BigInt (shifts and powers of unbounded
@@ -89,11 +74,13 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
   ["BigInt", "ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array", "Uint8ClampedArray",
    "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array", "Float64Array", "BigInt64Array",
    "BigUint64Array", "eval"].forEach(function (name) { delete g[name]; });
-  function noDynamicCode() { throw new EvalError("scripts cannot make code at run time (eval, new Function)"); }
+  // A blocked constructor stands in for each Function constructor, with
+  // its prototype, so that instanceof and .constructor work as before.
   function blockConstructor(F) {
-    var P = new Proxy(F, {apply: noDynamicCode, construct: noDynamicCode});
-    def(F.prototype, "constructor", P);
-    return P;
+    var blocked = function Function() { throw new EvalError("scripts cannot make code at run time (eval, new Function)"); };
+    defineProperty(blocked, "prototype", {value: F.prototype, writable: false, enumerable: false, configurable: false});
+    def(F.prototype, "constructor", blocked);
+    return blocked;
   }
   def(g, "Function", blockConstructor(Function));
   blockConstructor(getPrototypeOf(function* () {}).constructor);
@@ -126,7 +113,7 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
   // replacement string's size follows from the number of matches, the
   // $& and $n it repeats (the matches, at most the string once) and the
   // ` + "$` and $'" + ` (the rest of the string, once a match).
-  function sizedReplacement(s, replacement, matches, what) {
+  function sizedReplacement(s, replacement, found, what) {
     if (typeof replacement === "function") {
       var fn = replacement, total = s.length;
       return function () {
@@ -138,7 +125,7 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
     }
     var r = String(replacement);
     var copies = (r.match(/\$[&0-9<]/g) || []).length, spans = (r.match(/\$[` + "`" + `']/g) || []).length;
-    over(s.length + matches(r.length + spans * s.length) * (r.length + spans * s.length) + copies * s.length, what);
+    over(s.length + found * (r.length + spans * s.length) + copies * s.length, what);
     return r;
   }
   ["replace", "replaceAll"].forEach(function (name) {
@@ -150,7 +137,7 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
       var s = thisString(this, name);
       pattern = String(pattern);
       var found = all ? count(s, pattern) : (apply(indexOf, s, [pattern]) >= 0 ? 1 : 0);
-      replacement = sizedReplacement(s, replacement, function () { return found; }, "String.prototype." + name);
+      replacement = sizedReplacement(s, replacement, found, "String.prototype." + name);
       return apply(f, s, [pattern, replacement]);
     });
   });
@@ -172,8 +159,7 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
   defineProperty(R, Symbol.replace, {value: function (s, replacement) {
     var rx = this;
     s = String(s);
-    replacement = sizedReplacement(s, replacement, function (perMatch) { return matchBound(rx, s, perMatch || 1); },
-      "String.prototype.replace");
+    replacement = sizedReplacement(s, replacement, matches(rx, s), "String.prototype.replace");
     return apply(rReplace, rx, [s, replacement]);
   }, writable: true, configurable: true, enumerable: false});
   defineProperty(R, Symbol.split, {value: function (s, max) {
@@ -184,7 +170,7 @@ const guardPrelude = `(function (budget, limit, tooDeep, jsonDepth, countOf, max
   }, writable: true, configurable: true, enumerable: false});
   defineProperty(R, Symbol.match, {value: function (s) {
     s = String(s);
-    over(matchBound(this, s, STRING) * STRING, "String.prototype.match");
+    over(matches(this, s) * STRING, "String.prototype.match");
     return apply(rMatch, this, [s]);
   }, writable: true, configurable: true, enumerable: false});
 

@@ -344,6 +344,9 @@ type limitError struct {
 
 func (e *limitError) Error() string { return e.kind.Error() + ": " + e.detail }
 
+// Unwrap returns the sentinel.
+func (e *limitError) Unwrap() error { return e.kind }
+
 // checkSize fails when v is larger than MaxResultBytes; what names the
 // value in the message.
 func (e *Evaluator) checkSize(v goja.Value, what string) error {
