@@ -787,7 +787,7 @@ func (r *run) runScript(a *act) error {
 	defer cancel()
 	out, err := r.e.eval.Exec(ctx, a.def.Script.Text, vars)
 	if err != nil {
-		return fmt.Errorf("script of activity %s: %w", a.def.ID, err)
+		return fmt.Errorf("script of activity %s: %w", a.def.ID, r.e.scriptLimit(err))
 	}
 	for name, v := range out {
 		if fmt.Sprint(v) == fmt.Sprint(vars[name]) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -100,6 +101,25 @@ func (l Limits) WithDefaults() Limits {
 		l.MaxResultBytes = DefaultMaxResultBytes
 	}
 	return l
+}
+
+// String describes the limits in words, as an administration page shows
+// them: "memory 64 MiB, call depth 1024, result 1.0 MiB".
+func (l Limits) String() string {
+	depth := "default"
+	switch {
+	case l.MaxCallStackDepth > 0:
+		depth = strconv.Itoa(l.MaxCallStackDepth)
+	case l.MaxCallStackDepth < 0:
+		depth = "unlimited"
+	}
+	size := func(n int64) string {
+		if n == 0 {
+			return "default"
+		}
+		return bytesText(n)
+	}
+	return fmt.Sprintf("memory %s, call depth %s, result %s", size(l.MemoryBudget), depth, size(l.MaxResultBytes))
 }
 
 // Config sets up an Evaluator.
