@@ -42,14 +42,14 @@
 // The watchdog measures the process, not the evaluation, and so has these
 // limits:
 //
-//   - Whatever else the process does in the same time counts too. An
-//     evaluation is stopped when the heap grew by the budget between two
-//     readings at least a millisecond apart while it ran; growth is counted
-//     net of what the garbage collector frees meanwhile, so a host's
-//     ordinary garbage does not add up, but a host that retains as much
-//     memory during one long evaluation, or a second evaluation that runs
-//     over its own budget at the same time, stops it as well. Conditions
-//     run for microseconds and are in practice never read twice.
+//   - Whatever else the process does counts too. An evaluation is judged
+//     between its first reading and a later one, at least a millisecond
+//     apart. The heap in use goes up with every allocation and down when
+//     the collector sweeps, so ordinary garbage comes and goes rather than
+//     adding up; but memory the host retains meanwhile, or that another
+//     evaluation over its own budget takes, counts against every
+//     evaluation that runs long enough to see it. Conditions run for
+//     microseconds and are in practice never read twice.
 //   - A script overshoots by what it allocates between two readings and in
 //     its last instruction: the doubling string s = s + s is stopped when
 //     the string is about the budget's size, with the heap at two to four
@@ -57,18 +57,29 @@
 //   - A builtin (a method of String, Array, JSON ...) runs to its end in Go
 //     before the VM looks at the interrupt. The builtins whose result can
 //     be far larger than their input are therefore checked before they run,
-//     against the same budget (String.prototype.repeat, padStart, padEnd,
-//     concat, replace, replaceAll and split, RegExp's replace and split,
-//     Array.prototype's methods, Array.from, apply and Reflect.apply and
-//     construct, JSON.stringify); JSON.parse and JSON.stringify are also
-//     held to the call depth. The features whose cost no check can
-//     foresee are not available at all: BigInt (1n << 10000000000n
-//     allocates gigabytes in one instruction), ArrayBuffer, DataView and
-//     the typed arrays, eval and the Function constructors.
-//   - What remains unchecked is the time a builtin takes: a builtin that
-//     walks a sparse array of a billion holes (new Set(a), [...a]), or a
-//     regular expression that backtracks without end, cannot be
-//     interrupted, and holds its goroutine past the time limit.
+//     against the same budget, by a prelude that wraps them
+//     (String.prototype.repeat, padStart, padEnd, concat, replace,
+//     replaceAll and split, RegExp's replace, split and match,
+//     Array.prototype's methods and iterator, Array.from, apply,
+//     Reflect.apply and construct, JSON.stringify); JSON.parse and
+//     JSON.stringify are also held to the call depth. The estimates are
+//     deliberately rough: a string counts a byte a character, an array
+//     sixteen bytes an element (thirty-two for a string in one), and a
+//     regular expression is assumed to match at every character: a
+//     global match, or a split by one, is refused on a string of more than a
+//     thirty-second of the budget (2 Mi characters by default), a global
+//     replace when the string's length times the replacement's passes the
+//     budget. The features whose cost no check can foresee are not
+//     available at all: BigInt (1n << 10000000000n allocates gigabytes in
+//     one instruction; a literal is a syntax error), ArrayBuffer, DataView
+//     and the typed arrays, eval and the Function constructors.
+//   - Garbage counts until it is swept: with the default GOGC the
+//     collector lets garbage grow to the size of what is live, so a script
+//     that keeps half the budget and churns through as much again reaches
+//     it.
+//   - What remains unchecked is the time a builtin takes: a regular
+//     expression that backtracks without end cannot be interrupted, and
+//     holds its goroutine past the time limit.
 //
 // A host that runs definitions it does not trust should still give the
 // process a memory limit of its own (a container's, or GOMEMLIMIT with

@@ -12,7 +12,7 @@ import (
 // error of that limit, which names it.
 func ExampleLimits() {
 	ev := script.New(script.Config{Limits: script.Limits{MaxCallStackDepth: 100}})
-	fmt.Printf("%+v\n", ev.Limits())
+	fmt.Println(ev.Limits())
 
 	_, err := ev.Condition(context.Background(), `function f(n) { return f(n + 1) } f(0)`, nil)
 	fmt.Println(errors.Is(err, script.ErrStackDepth))
@@ -22,7 +22,7 @@ func ExampleLimits() {
 	fmt.Println(errors.Is(err, script.ErrMemoryBudget))
 	fmt.Println(err)
 	// Output:
-	// {MemoryBudget:67108864 MaxCallStackDepth:100 MaxResultBytes:1048576}
+	// memory 64 MiB, call depth 100, result 1.0 MiB
 	// true
 	// script call stack depth exceeded: calls nested deeper than 100 (in "function f(n) { return f(n + 1) } f(0)")
 	// true
