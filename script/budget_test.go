@@ -25,6 +25,7 @@ const hostileBudget = 8 << 20
 func TestHostileScriptsFailWithTheirBudget(t *testing.T) {
 	t.Parallel()
 	ev := script.New(script.Config{Limits: script.Limits{MemoryBudget: hostileBudget}})
+	//nolint:paralleltest // one at a time, so that the heap the hostile scripts grow never adds up
 	for _, tc := range []struct {
 		name, src string
 		kind      error
@@ -75,7 +76,7 @@ func TestHostileScriptsFailWithTheirBudget(t *testing.T) {
 		{"sparse result", `var a = []; a.length = 1e9; a`, script.ErrValueTooLarge, "the result is larger than 1.0 MiB"},
 		{"wide result", `var o = {}, k = "k".repeat(60); for (var i = 0; i < 2e4; i++) o[k + i] = i; o`, script.ErrValueTooLarge, "the result is larger than 1.0 MiB"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { //nolint:paralleltest // one at a time, so that the heap the hostile scripts grow never adds up
+		t.Run(tc.name, func(t *testing.T) {
 			// The time limit is far off: the budget must stop the script.
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()

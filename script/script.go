@@ -352,7 +352,7 @@ func overLimit(err error) bool {
 	if err == nil || !errors.As(err, &se) {
 		return false
 	}
-	return se.Kind != ErrRuntime && se.Kind != ErrSyntax
+	return !errors.Is(se.Kind, ErrRuntime) && !errors.Is(se.Kind, ErrSyntax)
 }
 
 // limitError is a limit an evaluation went over: the value the watchdog
