@@ -787,7 +787,7 @@ func (r *run) runScript(a *act) error {
 	defer cancel()
 	out, err := r.e.eval.Exec(ctx, a.def.Script.Text, scriptCopy(vars))
 	if err != nil {
-		return fmt.Errorf("script of activity %s: %w", a.def.ID, err)
+		return fmt.Errorf("script of activity %s: %w", a.def.ID, r.e.scriptLimit(err))
 	}
 	// The variables the script changed, by their types' values (what it
 	// exports for one it did not touch may differ in Go type: an

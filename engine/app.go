@@ -232,7 +232,7 @@ func (e *Engine) runScript(ctx context.Context, call *Call, src string) (map[str
 	defer cancel()
 	out, err := e.eval.Exec(ctx, src, scriptCopy(call.Params))
 	if err != nil {
-		return nil, fmt.Errorf("application %s: %w", cmp.Or(call.Application, call.Hook), err)
+		return nil, fmt.Errorf("application %s: %w", cmp.Or(call.Application, call.Hook), e.scriptLimit(err))
 	}
 	res := make(map[string]any)
 	if len(call.Formal) == 0 {

@@ -43,6 +43,17 @@ import (
 	"github.com/goxpdl/goxpdl/timer"
 )
 
+// The default time limits of scripts and conditions (Config.ScriptTimeout,
+// Config.ConditionTimeout).
+const (
+	// DefaultScriptTimeout bounds a script task or a script tool agent.
+	DefaultScriptTimeout = 5 * time.Second
+	// DefaultConditionTimeout bounds a condition or an expression: they
+	// are comparisons that take microseconds, and each runs inside a
+	// step's transaction, which an endless one would hold for as long.
+	DefaultConditionTimeout = time.Second
+)
+
 // Config sets up an Engine. Only DB is required.
 type Config struct {
 	// DB is the database the engine keeps its state in (SQLite or
@@ -92,8 +103,21 @@ type Config struct {
 	// EventLease is how long a claimed event belongs to this node before
 	// another claim may take it; default 30s.
 	EventLease time.Duration
-	// ScriptTimeout bounds each condition and script; default 5s.
+	// ScriptTimeout bounds each script: an XPDL 2 script task, a script
+	// tool agent or hook (RegisterScriptAgent); default 5s.
 	ScriptTimeout time.Duration
+	// ConditionTimeout bounds each condition and expression: transition,
+	// loop and join conditions, deadline and timer expressions, actual
+	// parameters; default DefaultConditionTimeout. A condition runs
+	// inside the step that evaluates it, holding its transaction.
+	ConditionTimeout time.Duration
+	// ScriptLimits bound the memory, the call depth and the size of the
+	// result of every evaluation, condition or script (see package
+	// script, Limits). A script over one fails as any failing script
+	// does: its activity goes Abnormal with an incident whose error names
+	// the limit. The zero value takes script's defaults (64 MiB, 1024
+	// calls, 1 MiB); a negative field turns its limit off.
+	ScriptLimits script.Limits
 	// NoOpUnboundApplications makes calls to applications nothing is
 	// registered for succeed without doing anything (their OUT
 	// parameters keep their values), as the command-line tool does.
@@ -310,8 +334,12 @@ func New(cfg Config) (*Engine, error) {
 		cfg.EventLease = 30 * time.Second
 	}
 	if cfg.ScriptTimeout <= 0 {
-		cfg.ScriptTimeout = 5 * time.Second
+		cfg.ScriptTimeout = DefaultScriptTimeout
 	}
+	if cfg.ConditionTimeout <= 0 {
+		cfg.ConditionTimeout = DefaultConditionTimeout
+	}
+	cfg.ScriptLimits = cfg.ScriptLimits.WithDefaults()
 	if cfg.DefinitionCacheSize <= 0 {
 		cfg.DefinitionCacheSize = 256
 	}
@@ -368,7 +396,7 @@ func New(cfg Config) (*Engine, error) {
 		store:       st,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
-		eval:        script.New(script.Config{NowFunc: cfg.Clock.Now}),
+		eval:        script.New(script.Config{NowFunc: cfg.Clock.Now, Limits: cfg.ScriptLimits}),
 		defs:        defs,
 		apps:        make(map[string]binding),
 		agents:      make(map[string]binding),

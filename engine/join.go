@@ -98,7 +98,8 @@ func (r *run) joinCondition(j *xpdl.Activity, arrived, inputs int) (bool, error)
 	}
 	scope := maps.Clone(vars)
 	scope["arrivals"], scope["branches"] = arrived, inputs
-	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ConditionTimeout)
 	defer cancel()
-	return r.e.eval.Condition(ctx, j.Route.IncomingCondition, scope)
+	ok, err := r.e.eval.Condition(ctx, j.Route.IncomingCondition, scope)
+	return ok, r.e.conditionLimit(err)
 }

@@ -274,9 +274,10 @@ func (r *run) loopCondition(text string, extra map[string]any) (bool, error) {
 	for k, v := range vars {
 		merged[k] = v
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ConditionTimeout)
 	defer cancel()
-	return r.e.eval.Condition(ctx, text, merged)
+	ok, err := r.e.eval.Condition(ctx, text, merged)
+	return ok, r.e.conditionLimit(err)
 }
 
 // enterInstance makes an instance's loop variables visible while it

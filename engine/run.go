@@ -13,6 +13,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine/flow"
 	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -794,9 +795,28 @@ func (r *run) condition(t *xpdl.Transition) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ConditionTimeout)
 	defer cancel()
-	return r.e.eval.Condition(ctx, t.Condition.Expression.Text, vars)
+	ok, err := r.e.eval.Condition(ctx, t.Condition.Expression.Text, vars)
+	return ok, r.e.conditionLimit(err)
+}
+
+// conditionLimit and scriptLimit name the time limit in the error of an
+// evaluation that ran out of time (the script package knows the deadline,
+// not the setting).
+func (e *Engine) conditionLimit(err error) error {
+	return nameTimeLimit(err, "ConditionTimeout", e.cfg.ConditionTimeout)
+}
+
+func (e *Engine) scriptLimit(err error) error {
+	return nameTimeLimit(err, "ScriptTimeout", e.cfg.ScriptTimeout)
+}
+
+func nameTimeLimit(err error, setting string, d time.Duration) error {
+	if errors.Is(err, script.ErrTimeout) {
+		return fmt.Errorf("%w (%s %v)", err, setting, d)
+	}
+	return err
 }
 
 // expression evaluates an actual parameter: a variable's name gives its
@@ -813,7 +833,8 @@ func (r *run) expression(expr xpdl.Expression) (any, error) {
 	if text == "" {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ConditionTimeout)
 	defer cancel()
-	return r.e.eval.Eval(ctx, text, vars)
+	v, err := r.e.eval.Eval(ctx, text, vars)
+	return v, r.e.conditionLimit(err)
 }

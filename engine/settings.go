@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goxpdl/goxpdl/scheduler"
+	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/timer"
 )
 
@@ -37,7 +38,11 @@ type Settings struct {
 	EventLease        time.Duration `json:"eventLease"`
 	NodeLease         time.Duration `json:"nodeLease"`
 	TimerPollInterval time.Duration `json:"timerPollInterval"`
-	ScriptTimeout     time.Duration `json:"scriptTimeout"`
+	// The time limits of scripts and of conditions, and the budgets
+	// every evaluation is held to (Config's fields of the same names).
+	ScriptTimeout    time.Duration `json:"scriptTimeout"`
+	ConditionTimeout time.Duration `json:"conditionTimeout"`
+	ScriptLimits     script.Limits `json:"scriptLimits"`
 	// RescueInterval is how often recovery's sweep runs; negative: only
 	// at Recover.
 	RescueInterval time.Duration `json:"rescueInterval"`
@@ -87,6 +92,7 @@ func (e *Engine) Settings() Settings {
 		PoolAdaptInterval: cmp.Or(c.PoolAdaptInterval, scheduler.DefaultAdaptInterval),
 		PollInterval:      c.PollInterval, EventLease: c.EventLease, NodeLease: c.NodeLease,
 		TimerPollInterval: cmp.Or(c.TimerPollInterval, timer.DefaultMaxWait), ScriptTimeout: c.ScriptTimeout,
+		ConditionTimeout: c.ConditionTimeout, ScriptLimits: c.ScriptLimits,
 		RescueInterval: c.RescueInterval, BatchChunk: c.BatchChunk, BatchParallel: max(c.BatchParallel, 1),
 		BatchPollInterval: c.BatchPollInterval, DefinitionCacheSize: c.DefinitionCacheSize,
 		InstanceCacheSize: c.InstanceCacheSize, MaxLoopInstances: c.MaxLoopInstances, DeadBranch: c.DeadBranch,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/dustin/go-humanize"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
@@ -225,6 +226,32 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 			switch a.Key {
 			case "dead-branch":
 				s.cfg.DeadBranch = engine.DeadBranchMode(a.Vals[0])
+			case "condition-timeout":
+				d, err := time.ParseDuration(a.Vals[0])
+				if err != nil {
+					return err
+				}
+				s.cfg.ConditionTimeout = d
+			case "script-memory", "script-result":
+				n := int64(-1) // off
+				if a.Vals[0] != "off" {
+					u, err := humanize.ParseBytes(a.Vals[0])
+					if err != nil {
+						return err
+					}
+					n = int64(u)
+				}
+				if a.Key == "script-memory" {
+					s.cfg.ScriptLimits.MemoryBudget = n
+				} else {
+					s.cfg.ScriptLimits.MaxResultBytes = n
+				}
+			case "script-depth":
+				n, err := strconv.Atoi(a.Vals[0])
+				if err != nil {
+					return err
+				}
+				s.cfg.ScriptLimits.MaxCallStackDepth = n
 			default:
 				return fmt.Errorf("restart: unknown setting %s", a.Key)
 			}

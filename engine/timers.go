@@ -343,11 +343,11 @@ func (e *Engine) timeAt(ctx context.Context, now time.Time, text string, vars fu
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, e.cfg.ScriptTimeout)
+	sctx, cancel := context.WithTimeout(ctx, e.cfg.ConditionTimeout)
 	defer cancel()
 	v, err := e.eval.Eval(sctx, text, values)
 	if err != nil {
-		return time.Time{}, false, err
+		return time.Time{}, false, e.conditionLimit(err)
 	}
 	switch v := v.(type) {
 	case time.Time:

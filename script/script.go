@@ -1,37 +1,40 @@
-// Package script evaluates the JavaScript of XPDL definitions: transition
-// conditions, deadline expressions, script tasks and script tool agents
-// (docs/engine.md, "Data fields"; docs/xpdl-support.md, "Expressions and
-// languages").
-//
-// Expressions run in github.com/dop251/goja, a JavaScript engine in pure
-// Go. Compiled programs are cached by source text. Data fields are visible
-// as global variables. The Java-flavoured expressions of real files
-// (Bonita's decision.equals("oui"), counter.compareTo(Long.valueOf("10"))
-// == 0, Shark's java.lang.Math.abs(x)) run through a small compatibility
-// prelude.
-//
-// The caller bounds each evaluation with its context: when ctx is done the
-// script is interrupted and the evaluation returns ErrTimeout or
-// ErrCanceled. The package reads no clock of its own.
 package script
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/dop251/goja"
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/goxpdl/goxpdl/timer"
 )
 
 // DefaultCacheSize is how many compiled programs an Evaluator keeps.
 const DefaultCacheSize = 4096
 
+// The default limits of an evaluation (see Limits).
+const (
+	// DefaultMemoryBudget is how far the heap may grow while one
+	// evaluation runs: 64 MiB, a thousand times what a condition takes.
+	DefaultMemoryBudget = 64 << 20
+	// DefaultMaxCallStackDepth is how deeply calls may nest: far more
+	// than any condition or tool script needs, little enough that a
+	// runaway recursion stops in microseconds.
+	DefaultMaxCallStackDepth = 1024
+	// DefaultMaxResultBytes is the largest value an evaluation may hand
+	// back (about its JSON's size): 1 MiB, for a process variable.
+	DefaultMaxResultBytes = 1 << 20
+)
+
 // Sentinel errors, wrapped by *Error.
 var (
-	// ErrSyntax: the source does not compile.
+	// ErrSyntax: the source does not compile, or uses what scripts are
+	// not given (BigInt literals).
 	ErrSyntax = errors.New("script syntax error")
 	// ErrRuntime: the script threw (an unknown variable, a type error).
 	ErrRuntime = errors.New("script runtime error")
@@ -39,10 +42,20 @@ var (
 	ErrTimeout = errors.New("script time limit exceeded")
 	// ErrCanceled: the context was canceled while the script ran.
 	ErrCanceled = errors.New("script canceled")
+	// ErrMemoryBudget: the heap grew by more than Limits.MemoryBudget
+	// while the script ran, or a builtin was asked to build a value
+	// larger than that.
+	ErrMemoryBudget = errors.New("script memory budget exceeded")
+	// ErrStackDepth: calls nested deeper than Limits.MaxCallStackDepth
+	// (a runaway recursion), or JSON nested as deep.
+	ErrStackDepth = errors.New("script call stack depth exceeded")
+	// ErrValueTooLarge: the value the script hands back is larger than
+	// Limits.MaxResultBytes.
+	ErrValueTooLarge = errors.New("script value too large")
 )
 
 // Error is a failed evaluation: which source failed and why. It wraps one
-// of the sentinels above.
+// of the sentinels above; for a budget, Detail names the limit.
 type Error struct {
 	Source string
 	Kind   error
@@ -56,6 +69,59 @@ func (e *Error) Error() string {
 // Unwrap returns the sentinel.
 func (e *Error) Unwrap() error { return e.Kind }
 
+// Limits bound one evaluation (see the package documentation for how
+// each is kept). A zero field takes its default; a negative one turns
+// that limit off.
+type Limits struct {
+	// MemoryBudget is how many bytes the process's heap may grow by while
+	// the evaluation runs, and the largest value (a string of as many
+	// characters, an array of a sixteenth as many elements) a builtin may
+	// be asked to build in one call; default DefaultMemoryBudget.
+	MemoryBudget int64 `json:"memoryBudget"`
+	// MaxCallStackDepth is how deeply function calls may nest; default
+	// DefaultMaxCallStackDepth.
+	MaxCallStackDepth int `json:"maxCallStackDepth"`
+	// MaxResultBytes is the largest value Eval returns and Exec hands
+	// back for one variable, measured as about the size of its JSON;
+	// default DefaultMaxResultBytes. Exec does not measure a string or
+	// number the script left as it was given.
+	MaxResultBytes int64 `json:"maxResultBytes"`
+}
+
+// WithDefaults returns l with the defaults in its zero fields; negative
+// fields (no limit) stay as they are.
+func (l Limits) WithDefaults() Limits {
+	if l.MemoryBudget == 0 {
+		l.MemoryBudget = DefaultMemoryBudget
+	}
+	if l.MaxCallStackDepth == 0 {
+		l.MaxCallStackDepth = DefaultMaxCallStackDepth
+	}
+	if l.MaxResultBytes == 0 {
+		l.MaxResultBytes = DefaultMaxResultBytes
+	}
+	return l
+}
+
+// String describes the limits in words, as an administration page shows
+// them: "memory 64 MiB, call depth 1024, result 1.0 MiB".
+func (l Limits) String() string {
+	depth := "default"
+	switch {
+	case l.MaxCallStackDepth > 0:
+		depth = strconv.Itoa(l.MaxCallStackDepth)
+	case l.MaxCallStackDepth < 0:
+		depth = "unlimited"
+	}
+	size := func(n int64) string {
+		if n == 0 {
+			return "default"
+		}
+		return bytesText(n)
+	}
+	return fmt.Sprintf("memory %s, call depth %s, result %s", size(l.MemoryBudget), depth, size(l.MaxResultBytes))
+}
+
 // Config sets up an Evaluator.
 type Config struct {
 	// CacheSize is how many compiled programs to keep (default 4096).
@@ -64,19 +130,30 @@ type Config struct {
 	// Date.now(), java.util.Date). The engine passes its injectable clock;
 	// nil leaves goja's default, the wall clock.
 	NowFunc func() time.Time
+	// Limits bound each evaluation; the zero value takes the defaults.
+	Limits Limits
 }
 
 // Evaluator compiles and runs scripts. It is safe for concurrent use.
 type Evaluator struct {
 	cache   *lru.Cache[string, *goja.Program]
 	prelude *goja.Program
+	guards  *goja.Program
 	now     func() time.Time
+	limits  Limits     // defaults applied
+	dog     *watchdog  // nil without a memory budget
 	pool    sync.Pool  // of *runtime, clean and ready
 	mu      sync.Mutex // serialises compilation of one missing entry at a time
 }
 
 // New returns an Evaluator.
 func New(cfg Config) *Evaluator {
+	return newEvaluator(cfg, timer.Real(), readHeap)
+}
+
+// newEvaluator is New with the watchdog's clock and heap reading given
+// (tests pass fakes).
+func newEvaluator(cfg Config, clock timer.Clock, heap func() uint64) *Evaluator {
 	size := cfg.CacheSize
 	if size <= 0 {
 		size = DefaultCacheSize
@@ -85,8 +162,20 @@ func New(cfg Config) *Evaluator {
 	if err != nil {
 		panic(fmt.Sprintf("script: lru.New(%d): %v", size, err)) // only for size <= 0, excluded above
 	}
-	return &Evaluator{cache: cache, prelude: goja.MustCompile("prelude.js", javaCompat, false), now: cfg.NowFunc}
+	e := &Evaluator{
+		cache: cache, now: cfg.NowFunc, limits: cfg.Limits.WithDefaults(),
+		prelude: goja.MustCompile("prelude.js", javaCompat, false),
+		guards:  goja.MustCompile("guards.js", guardPrelude, true),
+	}
+	if e.limits.MemoryBudget > 0 {
+		e.dog = newWatchdog(uint64(e.limits.MemoryBudget), sampleInterval, clock, heap)
+	}
+	return e
 }
+
+// Limits returns the limits the Evaluator holds evaluations to, defaults
+// applied (a negative field: no limit).
+func (e *Evaluator) Limits() Limits { return e.limits }
 
 // Compile checks that src compiles, caching the program. Validation uses
 // it to reject broken conditions before a process runs.
@@ -104,7 +193,14 @@ func (e *Evaluator) program(src string) (*goja.Program, error) {
 	if p, ok := e.cache.Get(src); ok {
 		return p, nil
 	}
-	p, err := goja.Compile("expression", src, false)
+	ast, err := goja.Parse("expression", src)
+	if err != nil {
+		return nil, &Error{Source: src, Kind: ErrSyntax, Detail: err.Error()}
+	}
+	if at, ok := findBigInt(ast); ok {
+		return nil, &Error{Source: src, Kind: ErrSyntax, Detail: fmt.Sprintf("BigInt literal %s: scripts have no BigInt", at)}
+	}
+	p, err := goja.CompileAST(ast, false)
 	if err != nil {
 		return nil, &Error{Source: src, Kind: ErrSyntax, Detail: err.Error()}
 	}
@@ -116,21 +212,26 @@ func (e *Evaluator) program(src string) (*goja.Program, error) {
 // its last expression as a Go value (see goja's Value.Export: numbers are
 // int64 or float64, strings string, booleans bool, objects maps).
 func (e *Evaluator) Eval(ctx context.Context, src string, vars map[string]any) (any, error) {
-	v, err := e.run(ctx, src, vars)
-	if err != nil {
-		return nil, err
-	}
-	return v.Export(), nil
+	var out any
+	err := e.run(ctx, src, vars, func(rt *runtime, v goja.Value) error {
+		if err := e.checkSize(v, "the result"); err != nil {
+			return err
+		}
+		out = v.Export()
+		return nil
+	})
+	return out, err
 }
 
 // Condition runs a transition condition and returns its truth value, by
 // JavaScript's rules (a bare BOOLEAN data field, a comparison).
 func (e *Evaluator) Condition(ctx context.Context, src string, vars map[string]any) (bool, error) {
-	v, err := e.run(ctx, src, vars)
-	if err != nil {
-		return false, err
-	}
-	return v.ToBoolean(), nil
+	var out bool
+	err := e.run(ctx, src, vars, func(_ *runtime, v goja.Value) error {
+		out = v.ToBoolean()
+		return nil
+	})
+	return out, err
 }
 
 // Exec runs src as a script (a tool agent's body) with vars as global
@@ -139,12 +240,20 @@ func (e *Evaluator) Condition(ctx context.Context, src string, vars map[string]a
 // hands OUT and INOUT parameters back.
 func (e *Evaluator) Exec(ctx context.Context, src string, vars map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(vars))
-	_, err := e.runThen(ctx, src, vars, func(vm *goja.Runtime) {
+	err := e.run(ctx, src, vars, func(rt *runtime, _ goja.Value) error {
 		for name := range vars {
-			if v := vm.Get(name); v != nil {
-				out[name] = v.Export()
+			v := rt.vm.Get(name)
+			if v == nil {
+				continue
 			}
+			if in, ok := rt.given[name]; !ok || !unchangedPrimitive(in, v) {
+				if err := e.checkSize(v, "variable "+name); err != nil {
+					return err
+				}
+			}
+			out[name] = v.Export()
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -152,80 +261,162 @@ func (e *Evaluator) Exec(ctx context.Context, src string, vars map[string]any) (
 	return out, nil
 }
 
-func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any) (goja.Value, error) {
-	return e.runThen(ctx, src, vars, nil)
-}
-
-// runThen runs src and, when it succeeded, calls then with the VM before
-// the VM is cleaned for reuse.
-func (e *Evaluator) runThen(ctx context.Context, src string, vars map[string]any, then func(*goja.Runtime)) (result goja.Value, err error) {
+// run runs src and, when it succeeded, calls then with the VM and the
+// value of the last expression, still under the evaluation's limits (a
+// getter run by Export is a script too); an error then returns fails the
+// evaluation.
+func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any, then func(*runtime, goja.Value) error) (err error) {
 	prog, err := e.program(src)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &Error{Source: src, Kind: ctxKind(err), Detail: err.Error()}
+		return &Error{Source: src, Kind: ctxKind(err), Detail: err.Error()}
 	}
 	rt := e.runtime()
-	clean := false
+	var watched *watch
+	if e.dog != nil {
+		watched = e.dog.watch(rt.vm)
+	}
+	stop := context.AfterFunc(ctx, func() { rt.vm.Interrupt(ctx.Err()) })
 	defer func() {
-		// goja reports Go panics inside host functions as panics; no
-		// script may take the host down.
-		if r := recover(); r != nil {
-			result, err, clean = nil, &Error{Source: src, Kind: ErrRuntime, Detail: fmt.Sprint(r)}, false
+		// goja reports Go panics inside host functions as panics, and
+		// Export reports an interrupted getter so; no script may take
+		// the host down.
+		r := recover()
+		if r != nil {
+			err = e.failure(ctx, src, r)
+		}
+		// The interrupt may have fired (or be firing): such a runtime
+		// could carry it into its next run, so it is not reused; nor is
+		// one a panic or a limit stopped in the middle of something.
+		clean := stop() && r == nil && !overLimit(err)
+		if watched != nil && e.dog.unwatch(watched) {
+			clean = false
+			if err == nil { // over budget in its last instruction
+				err = &Error{Source: src, Kind: ErrMemoryBudget, Detail: e.dog.detail()}
+			}
 		}
 		e.release(rt, vars, clean)
 	}()
 	for name, val := range vars {
 		if err := rt.set(name, val); err != nil {
-			return nil, &Error{Source: src, Kind: ErrRuntime, Detail: fmt.Sprintf("set %s: %v", name, err)}
+			return &Error{Source: src, Kind: ErrRuntime, Detail: fmt.Sprintf("set %s: %v", name, err)}
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { rt.vm.Interrupt(ctx.Err()) })
 	v, err := rt.vm.RunProgram(prog)
-	if !stop() {
-		// The interrupt fired (or is firing): this runtime may carry it
-		// into its next run, so it is not reused.
-		clean = false
-	} else {
-		clean = true
-	}
 	if err != nil {
-		var interrupted *goja.InterruptedError
-		if errors.As(err, &interrupted) {
-			cause, _ := interrupted.Value().(error)
-			if cause == nil {
-				cause = ctx.Err()
-			}
-			return nil, &Error{Source: src, Kind: ctxKind(cause), Detail: "interrupted"}
-		}
-		return nil, &Error{Source: src, Kind: ErrRuntime, Detail: err.Error()}
+		return e.failure(ctx, src, err)
 	}
-	if then != nil {
-		then(rt.vm)
+	if err := then(rt, v); err != nil {
+		return e.failure(ctx, src, err)
 	}
-	return v, nil
+	return nil
 }
 
-// runtime is a goja VM with the prelude loaded, and the global names it
-// had then, to tell a clean VM from one a script has changed.
+// failure turns what stopped an evaluation (an error RunProgram
+// returned, a panic's value, a limit then reported) into an *Error of the
+// right kind.
+func (e *Evaluator) failure(ctx context.Context, src string, r any) *Error {
+	err, ok := r.(error)
+	if !ok {
+		return &Error{Source: src, Kind: ErrRuntime, Detail: fmt.Sprint(r)}
+	}
+	var (
+		interrupted *goja.InterruptedError
+		overflow    *goja.StackOverflowError
+		limit       *limitError
+	)
+	switch {
+	case errors.As(err, &limit):
+		return &Error{Source: src, Kind: limit.kind, Detail: limit.detail}
+	case errors.As(err, &interrupted):
+		cause, _ := interrupted.Value().(error)
+		if cause == nil {
+			cause = ctx.Err()
+		}
+		if errors.As(cause, &limit) {
+			return &Error{Source: src, Kind: limit.kind, Detail: limit.detail}
+		}
+		return &Error{Source: src, Kind: ctxKind(cause), Detail: "interrupted"}
+	case errors.As(err, &overflow):
+		return &Error{Source: src, Kind: ErrStackDepth, Detail: fmt.Sprintf("calls nested deeper than %d", e.limits.MaxCallStackDepth)}
+	}
+	return &Error{Source: src, Kind: ErrRuntime, Detail: err.Error()}
+}
+
+// overLimit tells the errors that stopped a script in its tracks (a
+// panic, a limit) from those it threw or that ended it cleanly.
+func overLimit(err error) bool {
+	var se *Error
+	if err == nil || !errors.As(err, &se) {
+		return false
+	}
+	return !errors.Is(se.Kind, ErrRuntime) && !errors.Is(se.Kind, ErrSyntax)
+}
+
+// limitError is a limit an evaluation went over: the value the watchdog
+// and the guards interrupt a VM with, and what checkSize returns.
+type limitError struct {
+	kind   error
+	detail string
+}
+
+func (e *limitError) Error() string { return e.kind.Error() + ": " + e.detail }
+
+// Unwrap returns the sentinel.
+func (e *limitError) Unwrap() error { return e.kind }
+
+// checkSize fails when v is larger than MaxResultBytes; what names the
+// value in the message.
+func (e *Evaluator) checkSize(v goja.Value, what string) error {
+	max := e.limits.MaxResultBytes
+	if max < 0 {
+		return nil
+	}
+	if n := sizeOf(v, max); n > max {
+		return &limitError{kind: ErrValueTooLarge, detail: fmt.Sprintf("%s is larger than %s (MaxResultBytes)", what, bytesText(max))}
+	}
+	return nil
+}
+
+// unchangedPrimitive tells a string, number or boolean Exec was given and
+// the script left as it was: it is not the script's to measure.
+func unchangedPrimitive(in, out goja.Value) bool {
+	if _, isObject := out.(*goja.Object); isObject {
+		return false // its content may have changed
+	}
+	return in.SameAs(out)
+}
+
+// runtime is a goja VM with the preludes loaded, the global names it had
+// then (to tell a clean VM from one a script has changed), and the
+// values of the variables of the evaluation it runs.
 type runtime struct {
 	vm      *goja.Runtime
 	globals int
+	given   map[string]goja.Value
 }
 
 // set makes a variable visible to scripts. A time.Time becomes a JavaScript
 // Date (so that getTime() and the like work, as in Shark's deadline
 // scripts); everything else goes in as goja maps it.
 func (rt *runtime) set(name string, val any) error {
+	var v goja.Value
 	if t, ok := val.(time.Time); ok {
 		date, err := rt.vm.New(rt.vm.Get("Date"), rt.vm.ToValue(t.UnixMilli()))
 		if err != nil {
 			return err
 		}
-		return rt.vm.Set(name, date)
+		v = date
+	} else {
+		v = rt.vm.ToValue(val)
 	}
-	return rt.vm.Set(name, val)
+	if err := rt.vm.Set(name, v); err != nil {
+		return err
+	}
+	rt.given[name] = v
+	return nil
 }
 
 // runtime takes a clean VM from the pool or makes one.
@@ -240,13 +431,20 @@ func (e *Evaluator) runtime() *runtime {
 	if _, err := vm.RunProgram(e.prelude); err != nil {
 		panic(fmt.Sprintf("script: prelude: %v", err)) // a bug of ours, caught by every test
 	}
-	return &runtime{vm: vm, globals: len(vm.GlobalObject().GetOwnPropertyNames())}
+	if err := installGuards(vm, e.guards, e.limits); err != nil {
+		panic(fmt.Sprintf("script: guards: %v", err)) // the same
+	}
+	if e.limits.MaxCallStackDepth > 0 {
+		vm.SetMaxCallStackSize(e.limits.MaxCallStackDepth)
+	}
+	return &runtime{vm: vm, globals: len(vm.GlobalObject().GetOwnPropertyNames()), given: make(map[string]goja.Value)}
 }
 
 // release removes the variables of one evaluation and pools the VM again
 // when the script left no other trace in its global scope; a VM a script
 // changed (a new global, an interrupt) is dropped.
 func (e *Evaluator) release(rt *runtime, vars map[string]any, clean bool) {
+	clear(rt.given)
 	if !clean {
 		return
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -40,6 +41,12 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus, "sleep": cmdSleep},
+		Setup: func(env *testscript.Env) error {
+			// $REPO: the repository, for the shared files of testdata/.
+			repo, err := filepath.Abs(filepath.Join("..", ".."))
+			env.Setenv("REPO", repo)
+			return err
+		},
 	})
 }
 

@@ -73,6 +73,7 @@ Flags (before the files):
 	                    event: seq, time, type, process, instance, and where
 	                    relevant activity, activityInstance, workitem, state,
 	                    error
+` + scriptFlagsUsage + `
 
 Without --trace a summary line goes to standard output; with it, to
 standard error.
@@ -88,7 +89,7 @@ Exit status:
 	   or it did not end within --timeout, or run was interrupted
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--timeout D] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] FILE...
+const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--timeout D] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--condition-timeout D] [--script-timeout D] FILE...
 Run "goxpdl help run" for details.
 `
 
@@ -131,6 +132,7 @@ type runOptions struct {
 	timeout                            time.Duration
 	sets                               setFlags
 	hooks                              hookFlags
+	limits                             scriptFlags
 }
 
 func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -147,6 +149,7 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.org, "org", "", "organisation file")
 	fs.StringVar(&opts.deadBranch, "dead-branch", "", "lock|end")
 	fs.DurationVar(&opts.timeout, "timeout", defaultRunTimeout, "give up after D")
+	opts.limits.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOut(stdout, stderr, runUsage, exitOK)
@@ -168,6 +171,10 @@ func runRun(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	case opts.timeout < 0:
 		printErr(stderr, "goxpdl run: --timeout %v: want a duration from 0 (never) on\n", opts.timeout)
+		return exitUsage
+	}
+	if err := opts.limits.check(); err != nil {
+		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage
 	}
 	opts.files = fs.Args()
@@ -205,13 +212,15 @@ func runFile(ctx context.Context, opts runOptions, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	defer closeDB()
-	e, err := engine.New(engine.Config{
+	cfg := engine.Config{
 		DB:                      db,
 		Directory:               directory,
 		NoOpUnboundApplications: true,
 		DeadBranch:              engine.DeadBranchMode(opts.deadBranch),
 		Logger:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	opts.limits.apply(&cfg)
+	e, err := engine.New(cfg)
 	if err != nil {
 		printErr(stderr, "goxpdl run: %v\n", err)
 		return exitUsage

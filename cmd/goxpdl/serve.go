@@ -31,6 +31,8 @@ import (
 
 const serveUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE]
                     [--read-only] [--demo] [--log-format text|json] [--log-level L]
+                    [--script-memory SIZE] [--script-depth N] [--script-result SIZE]
+                    [--condition-timeout D] [--script-timeout D]
 
 Serve runs the engine and its administration console in one process: the
 console's pages at /, its JSON API at /api/, and (see docs/serve.md)
@@ -64,6 +66,7 @@ Flags:
 	                    pages show life
 	--log-format F      text (default) or json, on standard error
 	--log-level L       debug, info (default), warn or error
+` + scriptFlagsUsage + `
 
 Applications nothing is bound to succeed doing nothing, as with goxpdl run.
 
@@ -73,7 +76,7 @@ file, a file or the database cannot be used, the address cannot be
 listened on, or the server failed.
 `
 
-const serveShortUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE] [--read-only] [--demo] [--log-format text|json] [--log-level L]
+const serveShortUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE] [--read-only] [--demo] [--log-format text|json] [--log-level L] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--condition-timeout D] [--script-timeout D]
 Run "goxpdl help serve" for details.
 `
 
@@ -90,6 +93,7 @@ type serveOptions struct {
 	logFormat, logLevel   string
 	deploy                listFlags
 	readOnly, demoEnabled bool
+	limits                scriptFlags
 	// demo configures the demo driver (tests make it fast).
 	demo demo.Config
 }
@@ -107,6 +111,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.demoEnabled, "demo", false, "run the demo")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
+	o.limits.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOut(stdout, stderr, serveUsage, exitOK)
@@ -115,6 +120,10 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		printErr(stderr, "goxpdl serve: unexpected argument %q (files to deploy go with --deploy)\n%s", fs.Arg(0), serveShortUsage)
+		return exitUsage
+	}
+	if err := o.limits.check(); err != nil {
+		printErr(stderr, "goxpdl serve: %v\n", err)
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -166,7 +175,9 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) int {
 	}
 	defer closeDB()
 	observed := metrics.New(metrics.WithLogger(logger))
-	e, err := engine.New(engine.Config{DB: db, Logger: logger, NoOpUnboundApplications: true, Observer: observed})
+	cfg := engine.Config{DB: db, Logger: logger, NoOpUnboundApplications: true, Observer: observed}
+	o.limits.apply(&cfg)
+	e, err := engine.New(cfg)
 	if err != nil {
 		printErr(stderr, "goxpdl serve: %v (is %s an engine database?)\n", err, describeDB(o.db))
 		return exitUsage
