@@ -38,50 +38,50 @@ const (
 // set it to math.MaxInt.
 type Limits struct {
 	// Processes limits the WorkflowProcesses of one package.
-	Processes int
+	Processes int `json:"processes"`
 	// Activities limits the activities of one process, those of its
 	// activity sets included.
-	Activities int
+	Activities int `json:"activities"`
 	// Transitions limits the transitions of one process, those of its
 	// activity sets included.
-	Transitions int
+	Transitions int `json:"transitions"`
 	// ActivitySets limits the activity sets of one process.
-	ActivitySets int
+	ActivitySets int `json:"activitySets"`
 	// Nesting limits how deep block activities nest: a block activity
 	// in the process's own flow is level 1, one in the activity set it
 	// runs level 2, and so on.
-	Nesting int
+	Nesting int `json:"nesting"`
 	// DataFields limits the data fields of one package, its processes'
 	// included.
-	DataFields int
+	DataFields int `json:"dataFields"`
 	// FormalParameters limits the formal parameters of one process,
 	// application or activity.
-	FormalParameters int
+	FormalParameters int `json:"formalParameters"`
 	// Participants limits the participants of one package, its
 	// processes' included.
-	Participants int
+	Participants int `json:"participants"`
 	// Applications limits the applications of one package, its
 	// processes' included.
-	Applications int
+	Applications int `json:"applications"`
 	// SubFlows limits the SubFlow activities of one package.
-	SubFlows int
+	SubFlows int `json:"subFlows"`
 	// Deadlines limits the deadlines of one activity.
-	Deadlines int
+	Deadlines int `json:"deadlines"`
 	// ExpressionBytes limits the length in bytes of one script,
 	// condition, expression (an actual parameter, a deadline, a loop's
 	// conditions, a timer's time, a complex gateway's rule, a performer)
 	// or data field initial value.
-	ExpressionBytes int
+	ExpressionBytes int `json:"expressionBytes"`
 	// ExtendedAttributeBytes limits the length in bytes of one extended
 	// attribute: its name, value and content together.
-	ExtendedAttributeBytes int
+	ExtendedAttributeBytes int `json:"extendedAttributeBytes"`
 	// IDBytes limits the length in bytes of one Id (of the package, a
 	// process, activity set, activity, transition, data field, formal
 	// parameter, participant or application). The default, 255, is what
 	// the engine's tables hold; a longer id would fail at run time on
 	// MySQL/MariaDB, so raising it is only for a package that is checked,
 	// not deployed.
-	IDBytes int
+	IDBytes int `json:"idBytes"`
 }
 
 // DefaultLimits returns the default definition limits, every field set.
