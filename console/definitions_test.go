@@ -405,6 +405,36 @@ func TestDeployOverALimit(t *testing.T) {
 	})
 }
 
+// TestUploadSize: an upload's body may be Options.MaxUploadBytes long
+// (default console.DefaultMaxUploadBytes); a longer one is refused with
+// 413 naming the limit, and nothing is deployed.
+func TestUploadSize(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, openSQLite(t), console.Options{MaxUploadBytes: 20_000})
+	before := f.deployments()
+	small := xpdltest.Sized("Activities", 100)
+	require.Less(t, len(small), 19_000)
+	res := f.postFiles("/api/definitions", []upload{{"small.xpdl", small}}, url.Values{"reason": {"test"}}, nil)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Equal(t, before+1, f.deployments())
+
+	large := xpdltest.Sized("Activities", 1000)
+	require.Greater(t, len(large), 20_000)
+	res = f.postFiles("/api/definitions", []upload{{"large.xpdl", large}}, url.Values{"reason": {"test"}}, nil)
+	require.Equal(t, http.StatusRequestEntityTooLarge, res.status, res.body)
+	e := decode[problemsErr](t, res)
+	assert.Equal(t, "too_large", e.Error.Code)
+	assert.Contains(t, e.Error.Message, "larger than 20000 bytes")
+	require.Equal(t, before+1, f.deployments(), "nothing more deployed")
+
+	// The default.
+	d := newFixture(t, openSQLite(t), console.Options{})
+	padded := strings.Replace(small, "<WorkflowProcesses>", "<!--"+strings.Repeat(" ", console.DefaultMaxUploadBytes)+"--><WorkflowProcesses>", 1)
+	res = d.postFiles("/api/definitions", []upload{{"padded.xpdl", padded}}, url.Values{"reason": {"test"}}, nil)
+	require.Equal(t, http.StatusRequestEntityTooLarge, res.status, res.body)
+	assert.Contains(t, decode[problemsErr](t, res).Error.Message, fmt.Sprintf("larger than %d bytes", console.DefaultMaxUploadBytes))
+}
+
 func TestStart(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db *gorm.DB) {

@@ -95,7 +95,7 @@ func (d *deployment) public() Deployment {
 // packages; to deploy packages that call each other as one, use
 // DeployTogether or DeployFiles.
 func (e *Engine) Deploy(ctx context.Context, src []byte) (Deployment, error) {
-	pkg, err := xpdl.Read(bytes.NewReader(src), e.readOpts("deployment"))
+	pkg, err := xpdl.Read(bytes.NewBuffer(src), e.readOpts("deployment"))
 	if err != nil {
 		return Deployment{}, err
 	}
@@ -188,7 +188,7 @@ func (e *Engine) parsed(def store.Definition) (*deployment, error) {
 	// What was stored was accepted when it was deployed, under the
 	// limits of then: it is read whatever its size, so that a lower
 	// MaxDefinitionBytes does not lose the versions already deployed.
-	pkg, err := xpdl.Read(bytes.NewReader(def.Source), &xpdl.ReadOpts{Name: def.PackageID, MaxBytes: int64(len(def.Source))})
+	pkg, err := xpdl.Read(bytes.NewBuffer(def.Source), &xpdl.ReadOpts{Name: def.PackageID, MaxBytes: int64(len(def.Source))})
 	if err == nil {
 		pkg, err = rewrite(pkg)
 	}

@@ -119,7 +119,7 @@ func (e *Engine) readSources(srcs []Source) ([]member, error) {
 		if name == "" {
 			name = fmt.Sprintf("deployment[%d]", i)
 		}
-		pkg, err := xpdl.Read(bytes.NewReader(s.XPDL), e.readOpts(name))
+		pkg, err := xpdl.Read(bytes.NewBuffer(s.XPDL), e.readOpts(name))
 		if err != nil {
 			return nil, err
 		}
