@@ -42,7 +42,21 @@ type Options struct {
 	// DiagramCacheSize is how many process diagram layouts are kept in
 	// memory (one per definition version and process); default 64.
 	DiagramCacheSize int
+	// MaxUploadBytes bounds an upload of definitions: the whole
+	// multipart body, every file in it; default DefaultMaxUploadBytes. A
+	// larger one is refused with 413 before it is read further. Reading
+	// and deploying a file costs up to about 45 times its size in memory
+	// (docs/security.md), and the engine's own limit
+	// (engine.Config.MaxDefinitionBytes) applies to each file as well.
+	MaxUploadBytes int64
 }
+
+// DefaultMaxUploadBytes is the default Options.MaxUploadBytes: 4 MiB,
+// twenty times the largest file of the corpus of real XPDL the project
+// tests against, and room for a package of about four thousand
+// activities; a quarter of what the engine takes from its host
+// (xpdl.DefaultMaxBytes), as an upload comes from further away.
+const DefaultMaxUploadBytes = 4 << 20
 
 // The actions Options.Authorize is asked about. ActionRead covers every
 // page and every API read; the others are state changes.
@@ -87,10 +101,11 @@ type Handler struct {
 	pages    map[string]*template.Template
 	diagrams *diagram.Cache
 	pkgs     *packages
-	// deploying lets one upload at a time be read and deployed: a file
-	// at the limits of xpdl.Read takes a few seconds and several hundred
-	// MB to read, and uploads side by side would multiply that.
-	deploying chan struct{}
+	// uploading lets one upload at a time be read and deployed
+	// (action.Upload): a file at the limits takes a second or more and
+	// tens of times its size in memory to read (docs/security.md), and
+	// uploads side by side would multiply that.
+	uploading chan struct{}
 	root      http.Handler
 }
 
@@ -110,11 +125,14 @@ func New(eng *engine.Engine, opts Options) (*Handler, error) {
 	if opts.DiagramCacheSize <= 0 {
 		opts.DiagramCacheSize = 64
 	}
+	if opts.MaxUploadBytes <= 0 {
+		opts.MaxUploadBytes = DefaultMaxUploadBytes
+	}
 	cache, err := diagram.NewCache(opts.DiagramCacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	h := &Handler{eng: eng, opts: opts, log: opts.Logger, diagrams: cache, deploying: make(chan struct{}, 1)}
+	h := &Handler{eng: eng, opts: opts, log: opts.Logger, diagrams: cache, uploading: make(chan struct{}, 1)}
 	if h.pkgs, err = newPackages(eng, opts.DiagramCacheSize); err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}

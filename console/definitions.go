@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -28,6 +27,7 @@ func (h *Handler) definitionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /definitions/{id}/file", h.definitionFile)
 	h.action(mux, "POST /definitions", action{
 		Name:   ActionDeploy,
+		Upload: true,
 		Target: func(*http.Request) (string, error) { return "page/definitions", nil },
 		Do:     h.deploy,
 		Done: func(_ *http.Request, result any) (string, string) {
@@ -331,32 +331,15 @@ type deployResult struct {
 
 // deploy deploys the uploaded files ("file", one or more) as one
 // deployment (engine.DeployAs: DeployTogether, audited): all or none.
-func (h *Handler) deploy(ctx context.Context, r *http.Request, _ *input, op engine.Op) (any, error) {
-	if r.MultipartForm == nil {
-		return nil, badRequest(`upload the definitions as multipart/form-data, each in a "file" field`)
-	}
-	files := r.MultipartForm.File["file"]
+// It runs alone (action.Upload).
+func (h *Handler) deploy(ctx context.Context, _ *http.Request, in *input, op engine.Op) (any, error) {
+	files := in.files["file"]
 	if len(files) == 0 {
-		return nil, badRequest(`no file: upload each definition in a "file" field`)
+		return nil, badRequest(`no file: upload each definition in a "file" field of a multipart/form-data body`)
 	}
-	select {
-	case h.deploying <- struct{}{}:
-		defer func() { <-h.deploying }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	srcs := make([]engine.Source, 0, len(files))
-	for _, fh := range files {
-		f, err := fh.Open()
-		if err != nil {
-			return nil, badRequest("file %s: %v", fh.Filename, err)
-		}
-		b, err := io.ReadAll(f)
-		_ = f.Close()
-		if err != nil {
-			return nil, badRequest("file %s: %v", fh.Filename, err)
-		}
-		srcs = append(srcs, engine.Source{File: fh.Filename, XPDL: b})
+	srcs := make([]engine.Source, len(files))
+	for i, f := range files {
+		srcs[i] = engine.Source{File: f.Name, XPDL: f.Content}
 	}
 	deps, err := h.eng.DeployAs(ctx, op, srcs...)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/goxpdl/goxpdl/console"
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/xpdl"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
 // upload is one file of a multipart upload.
@@ -323,6 +324,7 @@ func TestDeployRefused(t *testing.T) {
 			{"empty file", []upload{{"e.xpdl", ""}}, http.StatusUnprocessableEntity, "invalid", "", 0},
 			{"entity expansion", []upload{{"lolz.xpdl", laughs}}, http.StatusUnprocessableEntity, "invalid", "doctype", 2},
 			{"deep nesting", []upload{{"deep.xpdl", deep}}, http.StatusUnprocessableEntity, "invalid", "limit", 1},
+			{"over a definition limit", []upload{{"nested.xpdl", xpdltest.Sized("Nesting", xpdl.DefaultMaxNesting+1)}}, http.StatusUnprocessableEntity, "invalid", "limit", 11},
 			{"one of two invalid", []upload{{"review.xpdl", reviewSource(t)}, {"broken.xpdl", invalidXPDL}}, http.StatusUnprocessableEntity, "invalid", "", 5},
 			{"subflow in no file", []upload{{"parent.xpdl", parentXPDL}}, http.StatusUnprocessableEntity, "invalid", "", 0},
 			{"too large", []upload{{"big.xpdl", strings.Repeat("<!-- padding -->", (17<<20)/16)}}, http.StatusRequestEntityTooLarge, "too_large", "", 0},
@@ -365,6 +367,72 @@ func TestDeployRefused(t *testing.T) {
 		assert.Contains(t, res.body, `class="problems"`)
 		assert.Equal(t, before, f.deployments(), "nothing deployed")
 	})
+}
+
+// TestDeployOverALimit: an upload over one of the engine's definition
+// limits (Config.DefinitionLimits) is refused with the limit named, at
+// its line and column, on the API and on the page, and nothing is
+// deployed; one at the limit deploys.
+func TestDeployOverALimit(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, db *gorm.DB) {
+		f := newFixture(t, db, console.Options{}, func(c *engine.Config) { c.DefinitionLimits.Activities = 3 })
+		before := f.deployments()
+		over := xpdltest.Sized("Activities", 4)
+		want := `process "p" has 4 activities (its activity sets' included), more than the limit of 3 (Limits.Activities)`
+
+		res := f.postFiles("/api/definitions", []upload{{"four.xpdl", over}}, url.Values{"reason": {"test"}}, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, res.status, res.body)
+		e := decode[problemsErr](t, res)
+		assert.Equal(t, "invalid", e.Error.Code)
+		require.Len(t, e.Error.Problems, 1)
+		p := e.Error.Problems[0]
+		assert.Equal(t, "limit", p.Code)
+		assert.Equal(t, want, p.Message)
+		assert.Equal(t, "four.xpdl", p.File)
+		assert.Equal(t, []int{11, 22}, []int{p.Line, p.Col}, "the process's WorkflowProcess element")
+		assert.Equal(t, before, f.deployments(), "nothing deployed")
+
+		page := f.postFiles("/definitions", []upload{{"four.xpdl", over}}, nil, nil)
+		require.Equal(t, http.StatusUnprocessableEntity, page.status)
+		assert.Contains(t, page.body, `<li><code>11:22</code> error: `)
+		assert.Contains(t, page.body, "(Limits.Activities)")
+		assert.Equal(t, before, f.deployments(), "nothing deployed")
+
+		res = f.postFiles("/api/definitions", []upload{{"three.xpdl", xpdltest.Sized("Activities", 3)}}, url.Values{"reason": {"test"}}, nil)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.Equal(t, before+1, f.deployments())
+	})
+}
+
+// TestUploadSize: an upload's body may be Options.MaxUploadBytes long
+// (default console.DefaultMaxUploadBytes); a longer one is refused with
+// 413 naming the limit, and nothing is deployed.
+func TestUploadSize(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, openSQLite(t), console.Options{MaxUploadBytes: 20_000})
+	before := f.deployments()
+	small := xpdltest.Sized("Activities", 100)
+	require.Less(t, len(small), 19_000)
+	res := f.postFiles("/api/definitions", []upload{{"small.xpdl", small}}, url.Values{"reason": {"test"}}, nil)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	require.Equal(t, before+1, f.deployments())
+
+	large := xpdltest.Sized("Activities", 1000)
+	require.Greater(t, len(large), 20_000)
+	res = f.postFiles("/api/definitions", []upload{{"large.xpdl", large}}, url.Values{"reason": {"test"}}, nil)
+	require.Equal(t, http.StatusRequestEntityTooLarge, res.status, res.body)
+	e := decode[problemsErr](t, res)
+	assert.Equal(t, "too_large", e.Error.Code)
+	assert.Contains(t, e.Error.Message, "larger than 20000 bytes")
+	require.Equal(t, before+1, f.deployments(), "nothing more deployed")
+
+	// The default.
+	d := newFixture(t, openSQLite(t), console.Options{})
+	padded := strings.Replace(small, "<WorkflowProcesses>", "<!--"+strings.Repeat(" ", console.DefaultMaxUploadBytes)+"--><WorkflowProcesses>", 1)
+	res = d.postFiles("/api/definitions", []upload{{"padded.xpdl", padded}}, url.Values{"reason": {"test"}}, nil)
+	require.Equal(t, http.StatusRequestEntityTooLarge, res.status, res.body)
+	assert.Contains(t, decode[problemsErr](t, res).Error.Message, fmt.Sprintf("larger than %d bytes", console.DefaultMaxUploadBytes))
 }
 
 func TestStart(t *testing.T) {

@@ -50,7 +50,8 @@ func (p *packages) get(ctx context.Context, id int64) (*xpdl.Package, engine.Dep
 	if err != nil {
 		return nil, dep, err
 	}
-	pkg, err := xpdl.Read(bytes.NewReader(src), &xpdl.ReadOpts{Name: dep.File})
+	// Stored, so accepted at its deployment: read whatever its size.
+	pkg, err := xpdl.Read(bytes.NewBuffer(src), &xpdl.ReadOpts{Name: dep.File, MaxBytes: int64(len(src))})
 	if err != nil {
 		return nil, dep, err
 	}

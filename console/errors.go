@@ -75,6 +75,7 @@ func classify(err error) (int, apiError) {
 	var forbidden *forbiddenError
 	var invalid *xpdl.ValidationError
 	var syntax *xpdl.SyntaxError
+	var limit *xpdl.LimitError
 	var race *xpdl.RaceRegionError
 	var field *fieldError
 	var variable *engine.VariableError
@@ -97,6 +98,11 @@ func classify(err error) (int, apiError) {
 		// Not XPDL at all: malformed XML, a hostile-input limit, a
 		// DOCTYPE, another root element.
 		e.Problems = xpdl.Problems{syntax.Problem()}
+		return http.StatusUnprocessableEntity, withCode(e, "invalid")
+	case errors.As(err, &limit):
+		// Over a definition limit (docs/security.md): the one limit,
+		// where the package exceeds it.
+		e.Problems = xpdl.Problems{limit.Problem()}
 		return http.StatusUnprocessableEntity, withCode(e, "invalid")
 	case errors.As(err, &race):
 		e.Problems = xpdl.RewriteProblems(race)

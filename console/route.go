@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,9 +18,6 @@ import (
 
 // maxBody bounds a form or JSON body (uploads have their own bound).
 const maxBody = 1 << 20
-
-// maxUpload bounds an uploaded definition's form.
-const maxUpload = 16 << 20
 
 // routes registers every page, API resource and action. Each part of
 // the console registers its own in its file.
@@ -142,6 +140,11 @@ type action struct {
 	// Done is, for a page's form, the flash message and the console path
 	// to show after it succeeded.
 	Done func(r *http.Request, result any) (flash, next string)
+	// Upload says that it takes files (a multipart/form-data body of up
+	// to Options.MaxUploadBytes, in input.files): one such request at a
+	// time is read and done, so that what uploads cost in memory is what
+	// one costs.
+	Upload bool
 }
 
 // shown is an action's result that changed nothing and is shown rather
@@ -197,7 +200,17 @@ func (h *Handler) perform(r *http.Request, a action) (any, error) {
 	if err := h.authorize(r, a.Name, target); err != nil {
 		return nil, err
 	}
-	in, err := readInput(r)
+	limit := int64(maxBody)
+	if a.Upload {
+		select {
+		case h.uploading <- struct{}{}:
+			defer func() { <-h.uploading }()
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+		limit = h.opts.MaxUploadBytes
+	}
+	in, err := readInput(r, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -261,10 +274,19 @@ func (h *Handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
 type input struct {
 	form url.Values
 	body map[string]json.RawMessage
+	// files are a multipart body's files, by field name, in order.
+	files map[string][]file
 }
 
-// readInput reads the request's form or JSON body.
-func readInput(r *http.Request) (*input, error) {
+// file is one uploaded file.
+type file struct {
+	Name    string
+	Content []byte
+}
+
+// readInput reads the request's form or JSON body. A multipart body may
+// be limit bytes long (a JSON or URL-encoded one maxBody).
+func readInput(r *http.Request, limit int64) (*input, error) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
 	case "application/json":
@@ -276,15 +298,15 @@ func readInput(r *http.Request) (*input, error) {
 		}
 		return in, nil
 	case "multipart/form-data":
-		r.Body = http.MaxBytesReader(nil, r.Body, maxUpload)
-		if err := r.ParseMultipartForm(maxUpload); err != nil {
+		in, err := readMultipart(r, limit)
+		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				return nil, fmt.Errorf("%w: the form is larger than %d bytes", errTooLarge, maxUpload)
+				return nil, fmt.Errorf("%w: the form is larger than %d bytes", errTooLarge, limit)
 			}
 			return nil, badRequest("malformed form: %v", err)
 		}
-		return &input{form: r.Form}, nil
+		return in, nil
 	default:
 		r.Body = http.MaxBytesReader(nil, r.Body, maxBody)
 		if err := r.ParseForm(); err != nil {
@@ -299,6 +321,48 @@ func readInput(r *http.Request) (*input, error) {
 }
 
 // str returns the string parameter name ("" when absent).
+// readMultipart reads a multipart body of at most limit bytes, its
+// files into memory, each copied once: the first into a buffer of the
+// body's declared length (an upload is mostly one file), where
+// Request.ParseMultipartForm would buffer it, growing, and the handler
+// copy it again.
+func readMultipart(r *http.Request, limit int64) (*input, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, limit)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, err
+	}
+	in := &input{form: url.Values{}, files: map[string][]file{}}
+	for k, vs := range r.URL.Query() {
+		in.form[k] = append(in.form[k], vs...)
+	}
+	hint := r.ContentLength // for the first file only
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return in, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		if part.FileName() != "" && hint > 0 {
+			b.Grow(int(min(hint, limit)) + bytes.MinRead)
+			hint = 0
+		}
+		_, err = b.ReadFrom(part)
+		_ = part.Close()
+		if err != nil {
+			return nil, err
+		}
+		if part.FileName() != "" {
+			in.files[part.FormName()] = append(in.files[part.FormName()], file{Name: part.FileName(), Content: b.Bytes()})
+		} else {
+			in.form[part.FormName()] = append(in.form[part.FormName()], b.String())
+		}
+	}
+}
+
 func (in *input) str(name string) string {
 	if in.body != nil {
 		raw, ok := in.body[name]

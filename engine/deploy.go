@@ -81,8 +81,11 @@ func (d *deployment) public() Deployment {
 	return out
 }
 
-// Deploy reads, validates and stores an XPDL package. A package that does
-// not validate is refused with the validator's problems (an
+// Deploy reads, validates and stores an XPDL package. A package larger
+// than Config.MaxDefinitionBytes is refused with an *xpdl.SyntaxError
+// (xpdl.ErrTooLarge), one over a Config.DefinitionLimits with an
+// *xpdl.LimitError (xpdl.ErrLimit); both match xpdl.ErrInvalid. A
+// package that does not validate is refused with the validator's problems (an
 // *xpdl.ValidationError matching xpdl.ErrInvalid) and nothing is stored;
 // so is one with a SubFlow whose process cannot be found
 // (*UnknownSubflowError). Deploying a package id again makes a new
@@ -92,11 +95,16 @@ func (d *deployment) public() Deployment {
 // packages; to deploy packages that call each other as one, use
 // DeployTogether or DeployFiles.
 func (e *Engine) Deploy(ctx context.Context, src []byte) (Deployment, error) {
-	pkg, err := xpdl.Read(bytes.NewReader(src), &xpdl.ReadOpts{Name: "deployment"})
+	pkg, err := xpdl.Read(bytes.NewBuffer(src), e.readOpts("deployment"))
 	if err != nil {
 		return Deployment{}, err
 	}
 	return e.deployOne(ctx, member{pkg: pkg, src: src})
+}
+
+// readOpts are the reader's options for a definition being deployed.
+func (e *Engine) readOpts(name string) *xpdl.ReadOpts {
+	return &xpdl.ReadOpts{Name: name, MaxBytes: e.cfg.MaxDefinitionBytes}
 }
 
 // DeployFile deploys the XPDL file at path together with the packages it
@@ -177,7 +185,10 @@ func (e *Engine) parsed(def store.Definition) (*deployment, error) {
 	if d, ok := e.defs.Get(def.ID); ok {
 		return d, nil
 	}
-	pkg, err := xpdl.Read(bytes.NewReader(def.Source), &xpdl.ReadOpts{Name: def.PackageID})
+	// What was stored was accepted when it was deployed, under the
+	// limits of then: it is read whatever its size, so that a lower
+	// MaxDefinitionBytes does not lose the versions already deployed.
+	pkg, err := xpdl.Read(bytes.NewBuffer(def.Source), &xpdl.ReadOpts{Name: def.PackageID, MaxBytes: int64(len(def.Source))})
 	if err == nil {
 		pkg, err = rewrite(pkg)
 	}

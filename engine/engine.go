@@ -41,6 +41,7 @@ import (
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
+	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 // The default time limits of scripts and conditions (Config.ScriptTimeout,
@@ -126,6 +127,17 @@ type Config struct {
 	// DefinitionCacheSize is how many parsed definitions are kept in
 	// memory; default 256.
 	DefinitionCacheSize int
+	// MaxDefinitionBytes is the largest XPDL document a deployment
+	// takes (xpdl.ReadOpts.MaxBytes); default xpdl.DefaultMaxBytes,
+	// 16 MiB. The reader's other XML limits keep their defaults
+	// (docs/security.md).
+	MaxDefinitionBytes int64
+	// DefinitionLimits are the limits every deployed package is checked
+	// against before it is validated (xpdl.Limits; its zero fields take
+	// their defaults): a package that exceeds one is refused with an
+	// *xpdl.LimitError naming it, and nothing is stored. Definitions
+	// already deployed are not checked again.
+	DefinitionLimits xpdl.Limits
 	// Directory tells the engine who may do the work (I3): whom a manual
 	// activity's work item is offered to, who may claim and complete it,
 	// and the roles and units that make up a user's worklist. Default
@@ -343,6 +355,10 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.DefinitionCacheSize <= 0 {
 		cfg.DefinitionCacheSize = 256
 	}
+	if cfg.MaxDefinitionBytes <= 0 {
+		cfg.MaxDefinitionBytes = xpdl.DefaultMaxBytes
+	}
+	cfg.DefinitionLimits = cfg.DefinitionLimits.WithDefaults()
 	if cfg.InstanceCacheSize <= 0 {
 		cfg.InstanceCacheSize = 10000
 	}

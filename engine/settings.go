@@ -8,6 +8,7 @@ import (
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/timer"
+	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 // Settings are the engine's configuration as it runs, defaults applied:
@@ -51,6 +52,10 @@ type Settings struct {
 	BatchChunk        int           `json:"batchChunk"`
 	BatchParallel     int           `json:"batchParallel"`
 	BatchPollInterval time.Duration `json:"batchPollInterval"`
+	// What a deployment takes: the largest XPDL document, and the
+	// definition limits (xpdl.Limits, defaults applied; docs/security.md).
+	MaxDefinitionBytes int64       `json:"maxDefinitionBytes"`
+	DefinitionLimits   xpdl.Limits `json:"definitionLimits"`
 	// Caches and limits.
 	DefinitionCacheSize int `json:"definitionCacheSize"`
 	InstanceCacheSize   int `json:"instanceCacheSize"`
@@ -95,6 +100,7 @@ func (e *Engine) Settings() Settings {
 		ConditionTimeout: c.ConditionTimeout, ScriptLimits: c.ScriptLimits,
 		RescueInterval: c.RescueInterval, BatchChunk: c.BatchChunk, BatchParallel: max(c.BatchParallel, 1),
 		BatchPollInterval: c.BatchPollInterval, DefinitionCacheSize: c.DefinitionCacheSize,
+		MaxDefinitionBytes: c.MaxDefinitionBytes, DefinitionLimits: c.DefinitionLimits,
 		InstanceCacheSize: c.InstanceCacheSize, MaxLoopInstances: c.MaxLoopInstances, DeadBranch: c.DeadBranch,
 		NoOpUnboundApplications: c.NoOpUnboundApplications,
 		Retention: RetentionSettings{

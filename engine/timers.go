@@ -111,13 +111,17 @@ func (w timedWork) due() *time.Time {
 // deadline, a limit, a reminder policy, a boundary timer, or being a
 // timer event.
 func hasTimers(f *xpdl.Flow, def *xpdl.Activity) bool {
+	return ownTimers(def) || len(boundaryTimers(f, def.ID)) > 0
+}
+
+// ownTimers reports whether def arms timers of its own: deadlines, a
+// limit, a reminder, or as a timer event.
+func ownTimers(def *xpdl.Activity) bool {
 	if len(def.Deadlines) > 0 || strings.TrimSpace(def.Limit) != "" || isTimerEvent(def) {
 		return true
 	}
-	if _, ok := def.ExtendedAttributes.Get(AttrReminder); ok {
-		return true
-	}
-	return len(boundaryTimers(f, def.ID)) > 0
+	_, ok := def.ExtendedAttributes.Get(AttrReminder)
+	return ok
 }
 
 // timedProcess reports whether a process has anything that arms timers,
@@ -126,9 +130,16 @@ func timedProcess(proc *xpdl.Process) bool {
 	if strings.TrimSpace(proc.Header.Limit) != "" {
 		return true
 	}
+	// Each activity's own timers, and each boundary timer event for the
+	// activity it is attached to: one pass, where asking hasTimers of
+	// every activity would look through the flow for each (quadratic:
+	// seconds at a deployment of ten thousand activities).
 	for _, f := range proc.Flows() {
 		for _, a := range f.Activities {
-			if hasTimers(f, a) {
+			if ownTimers(a) {
+				return true
+			}
+			if isBoundaryEvent(a) && a.Event.Trigger == xpdl.TriggerTimer && f.Activity(a.Event.Target) != nil {
 				return true
 			}
 		}

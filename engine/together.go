@@ -78,10 +78,10 @@ type member struct {
 // of any of them finds its process among all of them (docs/engine.md).
 // Each package is validated with the others deployed alongside it, as
 // "goxpdl validate" does with the files named together. Nothing is stored
-// unless every package is valid and every SubFlow finds its process
-// (*UnknownSubflowError). The Deployments are in the order of srcs.
+// unless every package is within the definition limits (as Deploy says),
+// valid, and every SubFlow finds its process (*UnknownSubflowError). The Deployments are in the order of srcs.
 func (e *Engine) DeployTogether(ctx context.Context, srcs ...Source) ([]Deployment, error) {
-	ms, err := readSources(srcs)
+	ms, err := e.readSources(srcs)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (e *Engine) DeployAs(ctx context.Context, op Op, srcs ...Source) ([]Deploym
 	if err := op.check(); err != nil {
 		return nil, a.end(ctx, nil, err)
 	}
-	ms, err := readSources(srcs)
+	ms, err := e.readSources(srcs)
 	if err != nil {
 		return nil, a.end(ctx, nil, err)
 	}
@@ -109,7 +109,7 @@ func (e *Engine) DeployAs(ctx context.Context, op Op, srcs ...Source) ([]Deploym
 }
 
 // readSources reads the packages of srcs (none: xpdl.ErrInvalid).
-func readSources(srcs []Source) ([]member, error) {
+func (e *Engine) readSources(srcs []Source) ([]member, error) {
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("%w: deploy: no packages", xpdl.ErrInvalid)
 	}
@@ -119,7 +119,7 @@ func readSources(srcs []Source) ([]member, error) {
 		if name == "" {
 			name = fmt.Sprintf("deployment[%d]", i)
 		}
-		pkg, err := xpdl.Read(bytes.NewReader(s.XPDL), &xpdl.ReadOpts{Name: name})
+		pkg, err := xpdl.Read(bytes.NewBuffer(s.XPDL), e.readOpts(name))
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +156,7 @@ func (e *Engine) DeployFiles(ctx context.Context, paths ...string) ([]Deployment
 	named := make([]int, len(paths))
 	var externals []*xpdl.Package
 	for i, p := range paths {
-		pkg, err := xpdl.Load(p, nil)
+		pkg, err := xpdl.Load(p, e.readOpts(""))
 		if err != nil {
 			return nil, err
 		}
@@ -221,6 +221,16 @@ func (e *Engine) deployTogether(ctx context.Context, ms []member, a *auditing) (
 		}
 		pkgs[i] = m.pkg
 	}
+	// The limits first, every package's, before any costs more.
+	for _, m := range ms {
+		if int64(len(m.src)) > e.cfg.MaxDefinitionBytes {
+			return nil, &xpdl.SyntaxError{File: m.pkg.Source, Pos: xpdl.Pos{Line: 1, Col: 1}, Err: xpdl.ErrTooLarge,
+				Msg: fmt.Sprintf("input is larger than the limit of %d bytes", e.cfg.MaxDefinitionBytes)}
+		}
+		if err := xpdl.CheckLimits(m.pkg, &e.cfg.DefinitionLimits); err != nil {
+			return nil, err
+		}
+	}
 	for i, m := range ms {
 		others := make([]*xpdl.Package, 0, len(ms)-1)
 		for j, p := range pkgs {
@@ -233,7 +243,7 @@ func (e *Engine) deployTogether(ctx context.Context, ms []member, a *auditing) (
 				others = append(others, d.pkg)
 			}
 		}
-		if err := xpdl.Validate(m.pkg, &xpdl.ValidateOpts{Deployed: others}).Err(); err != nil {
+		if err := xpdl.Validate(m.pkg, &xpdl.ValidateOpts{Deployed: others, Limits: &e.cfg.DefinitionLimits}).Err(); err != nil {
 			return nil, err
 		}
 	}

@@ -383,6 +383,11 @@ func hasChildElement(e *etree.Element) bool {
 // rather than grown by doubling, which for a large package costs twice
 // its size in garbage and copying.
 func readAll(r io.Reader, limit int64) ([]byte, error) {
+	// A bytes.Buffer hands its bytes over as they are: no copy. What is
+	// read from them is copied into the model, so they are not kept.
+	if b, ok := r.(*bytes.Buffer); ok {
+		return b.Next(int(min(int64(b.Len()), limit+1))), nil
+	}
 	size := int64(-1)
 	switch s := r.(type) {
 	case interface{ Len() int }:

@@ -22,7 +22,9 @@ var namespaces = map[string]Version{
 // is not well-formed XML, breaks a hostile-input limit, or is not an XPDL
 // package; otherwise it is an I/O error of r. Problems the reader notices
 // in a readable package (unknown enumeration values, say) are not errors
-// here: Validate reports them with the semantic problems.
+// here: Validate reports them with the semantic problems. A
+// *bytes.Buffer is read without copying its bytes (nor keeping them):
+// bytes.NewBuffer(src) reads src at the cost of the model alone.
 func Read(r io.Reader, opts *ReadOpts) (*Package, error) {
 	o := opts.withDefaults()
 	src, err := readAll(r, o.MaxBytes)

@@ -1,6 +1,7 @@
 package xpdl_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -228,6 +229,25 @@ func TestReadRejects(t *testing.T) {
 			require.True(t, strings.HasPrefix(err.Error(), fmt.Sprintf("test.xpdl:%d:", tt.line)), "error: %v", err)
 		})
 	}
+}
+
+// TestReadBuffer: a *bytes.Buffer is read as any reader is (its bytes
+// are used without a copy): the same model, the same size limit, and the
+// buffer's bytes are not changed.
+func TestReadBuffer(t *testing.T) {
+	t.Parallel()
+	doc := processDoc(ns10, noActivity("a")+noActivity("b"), transition("t1", "a", "b"))
+	src := []byte(doc)
+	pkg, err := xpdl.Read(bytes.NewBuffer(src), nil)
+	require.NoError(t, err)
+	require.Equal(t, renderModel("", mustRead(t, doc)), renderModel("", pkg))
+	require.Equal(t, doc, string(src), "the bytes are left as they were")
+
+	buf := bytes.NewBufferString(doc)
+	_, err = xpdl.Read(buf, &xpdl.ReadOpts{MaxBytes: int64(len(doc)) - 1})
+	syntaxError(t, err, xpdl.ErrTooLarge)
+	_, err = xpdl.Read(bytes.NewBufferString(doc), &xpdl.ReadOpts{MaxBytes: int64(len(doc))})
+	require.NoError(t, err, "at the limit")
 }
 
 // errReader fails after delivering its data.

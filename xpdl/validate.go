@@ -14,10 +14,17 @@ type ValidateOpts struct {
 	// references may name their processes, as they may in the engine once
 	// all are deployed.
 	Deployed []*Package
+	// Limits are the definition limits the package is checked against
+	// first (nil: the defaults, DefaultLimits). A package that exceeds
+	// one is reported with that problem alone (code "limit"), besides what
+	// the reader noticed: the other rules are not checked, as their cost
+	// is what the limits bound.
+	Limits *Limits
 }
 
 // Validate checks the meaning of a package that Read or Load returned and
-// reports every problem at once, errors and warnings, sorted by position.
+// reports every problem at once, errors and warnings, sorted by position,
+// once the package is within its definition limits (ValidateOpts.Limits).
 // The rules and their codes are listed in docs/xpdl-support.md. A package
 // whose problems include no error can be deployed.
 func Validate(pkg *Package, opts *ValidateOpts) Problems {
@@ -26,15 +33,25 @@ func Validate(pkg *Package, opts *ValidateOpts) Problems {
 		v.opts = *opts
 	}
 	v.problems = append(v.problems, pkg.readProblems...)
+	if e := overLimit(pkg, v.opts.Limits); e != nil {
+		v.problems = append(v.problems, e.Problem())
+		v.sort()
+		return v.problems
+	}
 	v.collectDeclarations()
 	v.checkPackage()
 	for _, proc := range pkg.Processes {
 		v.checkProcess(proc)
 	}
+	v.sort()
+	return v.problems
+}
+
+// sort orders the problems by position.
+func (v *validator) sort() {
 	slices.SortStableFunc(v.problems, func(a, b Problem) int {
 		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
-	return v.problems
 }
 
 // validator holds what one Validate call knows: the declarations visible
@@ -328,7 +345,53 @@ func (v *validator) checkProcess(proc *Process) {
 		}
 		v.checkTransitions(proc, f)
 	}
+	v.checkBlockRecursion(proc)
 	v.checkGraphs(proc)
+}
+
+// checkBlockRecursion refuses an activity set that runs itself, directly
+// or through other activity sets, by a BlockActivity: each run of it would
+// start another, nesting without end.
+func (v *validator) checkBlockRecursion(proc *Process) {
+	if len(proc.ActivitySets) == 0 {
+		return
+	}
+	sets := make(map[string]*ActivitySet, len(proc.ActivitySets))
+	for _, s := range proc.ActivitySets {
+		if _, dup := sets[s.ID]; !dup {
+			sets[s.ID] = s
+		}
+	}
+	const (
+		unseen = iota
+		open   // on the path being walked
+		done
+	)
+	state := make(map[*ActivitySet]int, len(sets))
+	var walk func(s *ActivitySet)
+	walk = func(s *ActivitySet) {
+		state[s] = open
+		for _, a := range s.Activities {
+			if a.Block == nil {
+				continue
+			}
+			inner := sets[a.Block.ActivitySet]
+			switch {
+			case inner == nil:
+			case state[inner] == open:
+				v.errorf(a.Block.Pos, "block-recursion", []string{a.ID, inner.ID},
+					"activity %q: BlockActivity runs activity set %q, which it is itself inside of: it would nest without end", a.ID, inner.ID)
+			case state[inner] == unseen:
+				walk(inner)
+			}
+		}
+		state[s] = done
+	}
+	for _, s := range proc.ActivitySets {
+		if state[s] == unseen {
+			walk(s)
+		}
+	}
 }
 
 func (v *validator) checkActivity(sc *processScope, f *Flow, a *Activity) {

@@ -107,3 +107,77 @@ func PackageWith(extra, processes string) string {
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
+
+// Sized returns a valid package in which the count that the definition
+// limit named limit (a field of xpdl.Limits, e.g. "Activities") bounds is
+// exactly n, and every other count is small: a package at that limit for
+// n equal to it, just over it for one more. The package is "pkg", its
+// process "p" (or "p1"… for Processes; "main" and "sub" for SubFlows).
+// n must be at least 2 for DataFields, 14 for
+// ExpressionBytes, and 1 for the others; Sized panics on an unknown limit.
+func Sized(limit string, n int) string {
+	route := func(id string) string { return Activity(id, "<Route/>", "", "") }
+	var b strings.Builder
+	each := func(format string) string {
+		b.Reset()
+		for i := range n {
+			fmt.Fprintf(&b, format, i+1)
+		}
+		return b.String()
+	}
+	switch limit {
+	case "Processes":
+		b.Reset()
+		for i := range n {
+			b.WriteString(Process(fmt.Sprintf("p%d", i+1), "", route("a"), ""))
+		}
+		return Package(b.String())
+	case "Activities":
+		return Package(Process("p", "", each(`<Activity Id="a%d"><Route/></Activity>`), ""))
+	case "Transitions":
+		return Package(Process("p", "", route("a")+route("b"), each(`<Transition Id="t%d" From="a" To="b"/>`)))
+	case "ActivitySets":
+		return Package(Process("p", "<ActivitySets>"+each(`<ActivitySet Id="S%d"><Activities><Activity Id="s%[1]d"><Route/></Activity></Activities></ActivitySet>`)+"</ActivitySets>",
+			Activity("a", `<BlockActivity BlockId="S1"/>`, "", ""), ""))
+	case "Nesting":
+		// The process's block runs S1, whose block runs S2, … Sn, which
+		// holds a Route only: n levels.
+		var sets strings.Builder
+		for i := 1; i <= n; i++ {
+			inner := "<Route/>"
+			if i < n {
+				inner = fmt.Sprintf(`<BlockActivity BlockId="S%d"/>`, i+1)
+			}
+			fmt.Fprintf(&sets, `<ActivitySet Id="S%d"><Activities><Activity Id="s%[1]d">%s</Activity></Activities></ActivitySet>`, i, inner)
+		}
+		return Package(Process("p", "<ActivitySets>"+sets.String()+"</ActivitySets>", Activity("a", `<BlockActivity BlockId="S1"/>`, "", ""), ""))
+	case "DataFields":
+		// The package declares two (x and s); the process the rest.
+		n -= 2
+		return Package(Process("p", "<DataFields>"+each(`<DataField Id="f%d"><DataType><BasicType Type="STRING"/></DataType></DataField>`)+"</DataFields>", route("a"), ""))
+	case "FormalParameters":
+		return Package(Process("p", "<FormalParameters>"+each(`<FormalParameter Id="f%d" Mode="IN"><DataType><BasicType Type="STRING"/></DataType></FormalParameter>`)+"</FormalParameters>", route("a"), ""))
+	case "Participants":
+		// The package declares one (clerk); the process the rest.
+		n--
+		return Package(Process("p", "<Participants>"+each(`<Participant Id="r%d"><ParticipantType Type="ROLE"/></Participant>`)+"</Participants>", route("a"), ""))
+	case "Applications":
+		return PackageWith("<Applications>"+each(`<Application Id="app%d"/>`)+"</Applications>", Process("p", "", route("a"), ""))
+	case "SubFlows":
+		return Package(Process("main", "", each(`<Activity Id="call%d"><Implementation><SubFlow Id="sub"/></Implementation></Activity>`), "") +
+			Process("sub", "", route("a"), ""))
+	case "Deadlines":
+		return Package(Process("p", "", `<Activity Id="a"><Implementation><No/></Implementation><Performer>clerk</Performer>`+
+			each(`<Deadline Execution="ASYNCHR"><DeadlineCondition>P%dD</DeadlineCondition><ExceptionName>late</ExceptionName></Deadline>`)+
+			`</Activity>`+route("b"), Transition("t1", "a>b")+Transition("t2", "a>b!exception=late")))
+	case "ExpressionBytes":
+		cond := `"` + strings.Repeat("a", n-13) + `".length > 0`
+		return Package(Process("p", "", route("a")+route("b"), Transition("t1", "a>b?"+cond)))
+	case "ExtendedAttributeBytes":
+		return Package(Process("p", "", `<Activity Id="a"><Route/><ExtendedAttributes><ExtendedAttribute Name="k" Value="`+
+			strings.Repeat("v", n-1)+`"/></ExtendedAttributes></Activity>`, ""))
+	case "IDBytes":
+		return Package(Process("p", "", route(strings.Repeat("a", n)), ""))
+	}
+	panic("xpdltest: no definition limit " + limit)
+}
