@@ -107,6 +107,9 @@ func (e *Engine) Rollback(ctx context.Context, instance int64, to string, op Op)
 // RollbackTx is Rollback inside the host's transaction tx (nil: its own).
 func (e *Engine) RollbackTx(ctx context.Context, tx *gorm.DB, instance int64, to string, op Op) error {
 	return e.command(ctx, tx, instance, op, audited{action: AuditRollback}, func(r *run) error {
+		if err := r.movable("rollback"); err != nil {
+			return err
+		}
 		done, err := r.lastCompleted(to)
 		if err != nil {
 			return err
@@ -154,6 +157,9 @@ func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user s
 		return e.audit(ctx, op, what).end(ctx, tx, err)
 	}
 	return e.command(ctx, tx, wi.ProcessInstanceID, op, what, func(r *run) error {
+		if err := r.movable("withdraw"); err != nil {
+			return err
+		}
 		wi, err := r.tx.GetWorkItem(r.ctx, item)
 		if err != nil {
 			return err
@@ -175,10 +181,8 @@ func (r *run) move(m Move, assignTo map[string]string) error {
 	refuse := func(format string, args ...any) error {
 		return &MoveError{Instance: r.pi.ID, Reason: fmt.Sprintf(format, args...)}
 	}
-	switch s := r.state(); s {
-	case wftype.ProcessRunning, wftype.ProcessSuspended, wftype.ProcessLocking:
-	default:
-		return &wftype.StateError{Subject: "process", State: r.pi.State, Command: "move", Finished: s.IsFinal()}
+	if err := r.movable("move"); err != nil {
+		return err
 	}
 	if len(m.Cancel) == 0 && !m.CancelAll && len(m.Start) == 0 {
 		return refuse("the move neither cancels nor starts anything")
@@ -254,6 +258,18 @@ func (r *run) move(m Move, assignTo map[string]string) error {
 	}
 	r.record(Record{Type: RecordProcessMoved, State: r.pi.State, Detail: strings.Join(did, ", "), User: r.actor})
 	return r.settle(top)
+}
+
+// movable refuses a move (command names it) of an instance that is not
+// Running, Suspended or Locking: a finished one with ErrInstanceFinished,
+// before anything else about the move is looked at.
+func (r *run) movable(command string) error {
+	switch s := r.state(); s {
+	case wftype.ProcessRunning, wftype.ProcessSuspended, wftype.ProcessLocking:
+		return nil
+	default:
+		return &wftype.StateError{Subject: "process", State: r.pi.State, Command: command, Finished: s.IsFinal()}
+	}
 }
 
 // moveTarget finds activity id of the process's top level, or says why a
