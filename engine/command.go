@@ -220,6 +220,9 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		if err != nil {
 			return err
 		}
+		if err := checkValuesSize(given); err != nil {
+			return err
+		}
 		if err := lock.refusal(); err != nil {
 			return err
 		}

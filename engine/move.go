@@ -135,6 +135,9 @@ func (e *Engine) Withdraw(ctx context.Context, item int64, user string, op Op) e
 
 // WithdrawTx is Withdraw inside the host's transaction tx (nil: its own).
 func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user string, op Op) error {
+	if err := checkText("user", user, maxKey); err != nil {
+		return err
+	}
 	if op.Actor == "" {
 		op.Actor = user
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,10 +79,68 @@ func (vt varType) zero() any {
 	return nil
 }
 
+// MaxValueBytes is the most one variable's value may take, encoded as
+// JSON, and the most the values one command gives may take together (a
+// start's variables, a completion's outputs, the values of SetVariables,
+// a skip, a move or a migration). A larger value is refused with a
+// *VariableError matching ErrTooLarge, on every database alike: MySQL and
+// MariaDB refuse a statement longer than their max_allowed_packet (16 MiB
+// by default on MariaDB), and a variable's change is written to the
+// history with its old and its new value.
+const MaxValueBytes = 4 << 20
+
 // coerce checks v against the type and returns it in its canonical Go
 // form. Numbers may come as any Go integer or float kind (JavaScript and
-// JSON give float64); an INTEGER must be integral.
+// JSON give float64); an INTEGER must be integral. A value the engine
+// could not keep as given (text that is not valid UTF-8, a number that is
+// not finite: JSON has neither) is of the wrong type; one larger than
+// MaxValueBytes is refused with ErrTooLarge.
 func (vt varType) coerce(name string, v any) (any, error) {
+	c, err := vt.coerceType(name, v)
+	if err != nil {
+		return nil, err
+	}
+	if want := badValue(c); want != "" {
+		return nil, &VariableError{Name: name, Want: vt.name() + " (" + want + ")", Value: v, kind: ErrWrongType}
+	}
+	if encodedSize(c) > MaxValueBytes {
+		return nil, &VariableError{Name: name, Want: vt.name(), Value: v, kind: ErrTooLarge}
+	}
+	return c, nil
+}
+
+// encodedSize is about the length of v's JSON: exact for all but short
+// strings, whose escapes it leaves out (they cannot reach the limits it is
+// compared with).
+func encodedSize(v any) int {
+	switch x := v.(type) {
+	case nil, bool, int64, float64:
+		return 24
+	case string:
+		if len(x) <= 64<<10 {
+			return len(x) + 2
+		}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(data)
+}
+
+// checkValuesSize refuses values one command gives that are larger than
+// MaxValueBytes together.
+func checkValuesSize(values map[string]any) error {
+	total := 0
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if total += encodedSize(values[name]); total > MaxValueBytes {
+			return &VariableError{Name: name, Value: values[name], kind: ErrTooLarge}
+		}
+	}
+	return nil
+}
+
+func (vt varType) coerceType(name string, v any) (any, error) {
 	bad := func() (any, error) {
 		return nil, &VariableError{Name: name, Want: vt.name(), Value: v, kind: ErrWrongType}
 	}
