@@ -274,7 +274,7 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	if err != nil {
 		return err
 	}
-	r.pi.State, r.pi.Diagnosis = string(to), strings.ToValidUTF8(diagnosis, "\uFFFD") // a text column
+	r.pi.State, r.pi.Diagnosis = string(to), errorText(diagnosis)
 	if to.IsFinal() {
 		end := r.now
 		r.pi.EndedAt = &end
@@ -325,7 +325,7 @@ func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string)
 	if err != nil {
 		return err
 	}
-	diagnosis = strings.ToValidUTF8(diagnosis, "\uFFFD") // a text column: an application's error may hold any bytes
+	diagnosis = errorText(diagnosis) // an application's error may be any bytes, of any length
 	a.row.State, a.row.Diagnosis, a.row.UpdatedAt = string(to), diagnosis, r.now
 	if cmd == machine.ActivityStart || cmd == machine.ActivityOffer {
 		a.row.Attempt++

@@ -31,6 +31,15 @@ func (e *TextError) Is(target error) bool { return target == ErrConfig }
 // actors, users, principals, message ids).
 const maxKey = 255
 
+// maxErrorText is the most of an error or a diagnosis the engine keeps
+// (instances' and activities' diagnoses, incidents): their TEXT columns
+// hold 64 KiB on MySQL/MariaDB, and an application's error may be longer.
+const maxErrorText = 16 << 10
+
+// errorText is an error's text as the engine keeps it: valid UTF-8 (an
+// invalid byte replaced) and at most maxErrorText bytes.
+func errorText(s string) string { return clip(s, maxErrorText) }
+
 // checkText refuses s as field when it is not valid UTF-8 or, with
 // max > 0, longer than max bytes.
 func checkText(field, s string, max int) error {

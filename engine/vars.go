@@ -188,14 +188,10 @@ func (vt varType) coerceType(name string, v any) (any, error) {
 		}
 		return bad()
 	case xpdl.BasicInteger:
-		if i, ok := v.(int64); ok {
+		if i, ok := integer(v); ok {
 			return i, nil
 		}
-		f, ok := number(v)
-		if !ok || f != math.Trunc(f) || math.IsInf(f, 0) {
-			return bad()
-		}
-		return int64(f), nil
+		return bad()
 	case xpdl.BasicFloat:
 		if f, ok := number(v); ok {
 			return f, nil
@@ -203,6 +199,47 @@ func (vt varType) coerceType(name string, v any) (any, error) {
 		return bad()
 	}
 	return v, nil
+}
+
+// integer returns v as an int64 when it is an integer that fits one
+// exactly: a Go integer of any kind, or a float (JavaScript and JSON give
+// float64) that is integral and within range. A float64 holds integers
+// exactly only up to 2^53; the integer kinds are taken without passing
+// through one.
+func integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case int8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case uint8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case uint:
+		return int64(n), uint64(n) <= math.MaxInt64
+	case uint64:
+		return int64(n), n <= math.MaxInt64
+	case json.Number:
+		if i, err := n.Int64(); err == nil {
+			return i, true
+		}
+	}
+	f, ok := number(v)
+	// -2^63 is an int64; 2^63 is not, and is the first float64 above
+	// MaxInt64.
+	if !ok || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 func number(v any) (float64, bool) {
@@ -264,10 +301,13 @@ func (vt varType) parseText(name, text string) (any, error) {
 		i, err := strconv.ParseInt(t, 10, 64)
 		if err != nil {
 			f, ferr := strconv.ParseFloat(t, 64)
-			if ferr != nil || f != math.Trunc(f) {
+			if ferr != nil {
 				return bad()
 			}
-			i = int64(f)
+			var ok bool
+			if i, ok = integer(f); !ok {
+				return bad() // not integral, or out of an INTEGER's range
+			}
 		}
 		return i, nil
 	case xpdl.BasicFloat:

@@ -56,6 +56,7 @@ func Source(rev int) []byte {
     <DataField Id="note"><DataType><BasicType Type="STRING"/></DataType><InitialValue></InitialValue></DataField>
     <DataField Id="ok"><DataType><BasicType Type="BOOLEAN"/></DataType><InitialValue>false</InitialValue></DataField>
     <DataField Id="rate"><DataType><BasicType Type="FLOAT"/></DataType><InitialValue>0</InitialValue></DataField>
+    <DataField Id="memo"><DataType><BasicType Type="STRING"/></DataType></DataField>
   </DataFields>
   <WorkflowProcesses>
     <WorkflowProcess Id="%[3]s">

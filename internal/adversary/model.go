@@ -130,7 +130,7 @@ func (w *world) latest() deployment { return w.deploys[len(w.deploys)-1] }
 
 // initialVars are the data fields' initial values (definition.go).
 func initialVars() map[string]any {
-	return map[string]any{"amount": int64(0), "note": "", "ok": false, "rate": float64(0)}
+	return map[string]any{"amount": int64(0), "note": "", "ok": false, "rate": float64(0), "memo": ""}
 }
 
 // open says whether an instance has not finished.
