@@ -701,7 +701,11 @@ func TestAdversarialCancelledContext(t *testing.T) {
 // TestAdversarialStopWithWorkInFlight starts instances whose first step
 // calls an application, stops the engine before it has run them, and
 // starts a new engine on the database: every instance completes, and
-// every call's business write is committed exactly once.
+// every call's business write is committed exactly once. The clock is a
+// fake one, so that no claim of the stopped engine can run out: the new
+// one takes the events at once, also on a private in-memory SQLite
+// database (which has no node registry; it waited for the claims' lease
+// before).
 func TestAdversarialStopWithWorkInFlight(t *testing.T) {
 	t.Parallel()
 	const src = `<?xml version="1.0" encoding="UTF-8"?>
@@ -716,7 +720,8 @@ func TestAdversarialStopWithWorkInFlight(t *testing.T) {
     <Transitions><Transition Id="t1" From="A" To="B"/></Transitions>
   </WorkflowProcess></WorkflowProcesses>
 </Package>`
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	run := func(t *testing.T, db *gorm.DB) {
+		clock := timer.NewFake(adversary.DefaultStart)
 		require.NoError(t, db.Exec("CREATE TABLE inflight_calls (instance_id BIGINT NOT NULL, activity VARCHAR(16) NOT NULL)").Error)
 		var calls atomic.Int64
 		app := func(ctx context.Context, c *engine.Call) (map[string]any, error) {
@@ -724,7 +729,7 @@ func TestAdversarialStopWithWorkInFlight(t *testing.T) {
 			return nil, c.Tx.WithContext(ctx).Exec("INSERT INTO inflight_calls (instance_id, activity) VALUES (?, ?)", c.ProcessInstanceID, c.ActivityID).Error
 		}
 		newEngine := func() *engine.Engine {
-			e, err := engine.New(engine.Config{DB: db, NodeID: "inflight", RescueInterval: -1, PollInterval: 20 * time.Millisecond,
+			e, err := engine.New(engine.Config{DB: db, Clock: clock, NodeID: "inflight", RescueInterval: -1, PollInterval: 20 * time.Millisecond,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			require.NoError(t, err)
 			e.RegisterApplication("book", app)
@@ -754,5 +759,7 @@ func TestAdversarialStopWithWorkInFlight(t *testing.T) {
 			require.Equal(t, []struct{ Activity string }{{"A"}, {"B"}}, rows, "instance %d: each call committed once", id)
 		}
 		t.Logf("%d calls before the stop, %d in all, %d committed", stoppedCalls, calls.Load(), 2*n)
-	})
+	}
+	dbtest.Each(t, run)
+	t.Run("SQLite in memory", func(t *testing.T) { run(t, dbtest.OpenSQLiteMemory(t)) })
 }
