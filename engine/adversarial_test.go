@@ -763,3 +763,52 @@ func TestAdversarialStopWithWorkInFlight(t *testing.T) {
 	dbtest.Each(t, run)
 	t.Run("SQLite in memory", func(t *testing.T) { run(t, dbtest.OpenSQLiteMemory(t)) })
 }
+
+// TestAdversarialMovesWhileSuspended: the moves the adversary found
+// broken. A Jump or Rollback of a Suspended instance is accepted (the
+// open activity is cancelled; what the move starts waits for the
+// resume), and a rolled-back manual activity goes, at the resume, to the
+// user who completed it last. Withdraw finds the successors of a
+// completion by creation, also when the clock did not move between them
+// (a fake clock; two steps in one microsecond).
+func TestAdversarialMovesWhileSuspended(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		a := newAdv(t, db)
+		op := engine.Op{Actor: "ops"}
+		id, review := a.run(nil)
+		require.NoError(t, a.e.Suspend(a.ctx, id, op))
+		require.NoError(t, a.e.Jump(a.ctx, id, adversary.ActApprove, op))
+		require.Empty(t, a.openItems(id), "nothing is offered while Suspended")
+		got, err := a.e.WorkItem(a.ctx, review.ID)
+		require.NoError(t, err)
+		require.Equal(t, workitem.Withdrawn, got.State, "the Review was cancelled")
+		require.NoError(t, a.e.Resume(a.ctx, id, op))
+		items := a.openItems(id)
+		require.Len(t, items, 1)
+		require.Equal(t, adversary.ActApprove, items[0].Activity)
+
+		// Approve completed by bob loops back to Review; roll back to
+		// Approve while Suspended: bob gets it at the resume.
+		_, err = a.e.CompleteWorkItem(a.ctx, items[0].ID, engine.Completion{User: "bob"})
+		require.NoError(t, err)
+		require.Equal(t, adversary.ActReview, a.openItems(id)[0].Activity)
+		require.NoError(t, a.e.Suspend(a.ctx, id, op))
+		require.NoError(t, a.e.Rollback(a.ctx, id, adversary.ActApprove, op))
+		require.NoError(t, a.e.Resume(a.ctx, id, op))
+		items = a.openItems(id)
+		require.Len(t, items, 1)
+		require.Equal(t, adversary.ActApprove, items[0].Activity)
+		require.Equal(t, []engine.Principal{{Kind: "user", ID: "bob"}}, items[0].Assignees)
+
+		// The clock has not moved since the instance started: Withdraw
+		// of Approve must not count the first Review as its successor.
+		_, err = a.e.CompleteWorkItem(a.ctx, items[0].ID, engine.Completion{User: "bob"})
+		require.NoError(t, err)
+		require.NoError(t, a.e.Withdraw(a.ctx, items[0].ID, "bob", op))
+		items = a.openItems(id)
+		require.Len(t, items, 1)
+		require.Equal(t, adversary.ActApprove, items[0].Activity)
+		require.Equal(t, []engine.Principal{{Kind: "user", ID: "bob"}}, items[0].Assignees)
+	})
+}

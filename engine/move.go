@@ -248,7 +248,7 @@ func (r *run) move(m Move, assignTo map[string]string) error {
 		if err != nil {
 			return err
 		}
-		a.assignTo = assignTo[def.ID]
+		a.row.AssignTo = assignTo[def.ID] // kept: a Suspended instance offers it when it resumes
 		r.tokens.Restart(top, def)
 		if r.state() == wftype.ProcessRunning && startsOnControlPath(def) {
 			if err := r.startActivity(a); err != nil {
@@ -388,7 +388,7 @@ func (r *run) successorsOf(id int64) ([]int64, error) {
 	}
 	var out []int64
 	for _, a := range all {
-		if !next[a.ActivityDefID] || a.ID == id || a.CreatedAt.Before(*done.EndedAt) || a.BlockInstanceID != nil {
+		if !next[a.ActivityDefID] || a.ID <= id || a.CreatedAt.Before(*done.EndedAt) || a.BlockInstanceID != nil {
 			continue
 		}
 		switch wftype.ActivityState(a.State) {

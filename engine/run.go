@@ -119,9 +119,6 @@ type act struct {
 	// passOn: a loop instance that completes routing like the activity
 	// itself (completeInstance).
 	passOn bool
-	// assignTo, when set, is the only user a manual activity is offered
-	// to (a rollback or withdraw gives the work back to who did it).
-	assignTo string
 	// dueAt, for a manual activity about to be offered, is when its work
 	// should be done: its first deadline or its limit (the work item's
 	// DueAt); nil when it has neither.

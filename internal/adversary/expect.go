@@ -3,7 +3,9 @@ package adversary
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -37,8 +39,8 @@ type result struct {
 }
 
 // checkVars says what a start, a completion or SetVariables refuses in
-// vars: the data fields are amount (INTEGER), note (STRING), ok
-// (BOOLEAN) and rate (FLOAT).
+// vars: the data fields are amount (INTEGER), note and memo (STRING, valid
+// UTF-8), ok (BOOLEAN) and rate (FLOAT, finite).
 func checkVars(vars map[string]any) error {
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
 		v := vars[name]
@@ -46,13 +48,16 @@ func checkVars(vars map[string]any) error {
 		switch name {
 		case "amount":
 			_, ok = v.(int64)
-		case "note":
-			_, ok = v.(string)
+		case "note", "memo":
+			s, isString := v.(string)
+			ok = isString && utf8.ValidString(s) // JSON could not keep other bytes
 		case "ok":
 			_, ok = v.(bool)
 		case "rate":
-			switch v.(type) {
-			case float64, int64:
+			switch f := v.(type) {
+			case float64:
+				ok = !math.IsNaN(f) && !math.IsInf(f, 0)
+			case int64:
 				ok = true
 			}
 		default:
@@ -325,6 +330,9 @@ func expect(w *world, op Op) expectation {
 }
 
 func expectStart(w *world, op Op) expectation {
+	if !utf8.ValidString(op.BKey) || len(op.BKey) > 255 {
+		return refuse(engine.ErrConfig) // checked before anything else
+	}
 	if j, used := w.byKey[op.Key]; used && op.Key != "" {
 		return expectation{apply: func(w *world, res *result) string {
 			if res.id != w.insts[j].id {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -154,6 +155,10 @@ var hostile = []string{
 	strings.Repeat("x", 255),
 }
 
+// refusedKeys are business keys a start must refuse (ErrConfig): not
+// valid UTF-8, longer than 255 bytes.
+var refusedKeys = []string{"a\xff\xfeb", "\xed\xa0\x80", strings.Repeat("é", 128)}
+
 // gen makes operations from a seeded source: the same seed and the same
 // world give the same operations.
 type gen struct {
@@ -216,6 +221,9 @@ func (g *gen) badVars() (vars map[string]any, want error) {
 		{"nope", int64(1), engine.ErrUnknownVariable},
 		{"Amount", int64(1), engine.ErrUnknownVariable},
 		{"amount'; --", int64(1), engine.ErrUnknownVariable},
+		{"amount", 1e19, engine.ErrWrongType},
+		{"note", "a\xffb", engine.ErrWrongType},
+		{"rate", math.NaN(), engine.ErrWrongType},
 	}
 	b := bad[g.pick(len(bad))]
 	vars[b.name] = b.v
@@ -419,6 +427,9 @@ func (g *gen) start(w *world) Op {
 	op := Op{Kind: OpStart, Inst: len(w.insts), Vars: g.goodVars(true)}
 	if g.chance(0.5) {
 		op.BKey = hostile[g.pick(len(hostile))]
+	}
+	if g.chance(0.04) {
+		op.BKey = refusedKeys[g.pick(len(refusedKeys))]
 	}
 	if len(w.byKey) > 0 && g.chance(0.1) {
 		keys := slices.Sorted(maps.Keys(w.byKey))
