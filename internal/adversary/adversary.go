@@ -100,7 +100,7 @@ type Failure struct {
 func (f *Failure) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "adversary seed %d, step %d (%s): %s\n", f.Seed, f.Step, f.Op, f.Problem)
-	fmt.Fprintf(&b, "rerun: go test ./internal/adversary -run TestRandomised -adversary.seed=%d\n", f.Seed)
+	fmt.Fprintf(&b, "rerun: make adversary-seed SEED=%d (go test ./internal/adversary -run TestRandomised -adversary.seed=%d -v)\n", f.Seed, f.Seed)
 	from := max(0, len(f.Log)-40)
 	if from > 0 {
 		fmt.Fprintf(&b, "  ... %d earlier operations\n", from)
