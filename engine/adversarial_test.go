@@ -757,6 +757,15 @@ func TestAdversarialStopWithWorkInFlight(t *testing.T) {
 			var rows []struct{ Activity string }
 			require.NoError(t, db.Raw("SELECT activity FROM inflight_calls WHERE instance_id = ? ORDER BY activity", id).Scan(&rows).Error)
 			require.Equal(t, []struct{ Activity string }{{"A"}, {"B"}}, rows, "instance %d: each call committed once", id)
+			completed := map[string]int{}
+			page, err := second.History(t.Context(), engine.HistoryFilter{Instance: id, Limit: 1000})
+			require.NoError(t, err)
+			for _, h := range page.Entries {
+				if h.To == string(wftype.ActivityCompleted) {
+					completed[h.Subject+" "+h.Activity]++
+				}
+			}
+			require.Equal(t, map[string]int{"process ": 1, "activity A": 1, "activity B": 1}, completed, "instance %d: the history shows each step once", id)
 		}
 		t.Logf("%d calls before the stop, %d in all, %d committed", stoppedCalls, calls.Load(), 2*n)
 	}
