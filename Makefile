@@ -56,6 +56,25 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 		go test "$$dir" -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME) || exit 1; \
 	done
 
+# The adversarial suite, long: the randomised run with ADVERSARY_SEEDS seeds
+# of ADVERSARY_OPS operations on SQLite (a quarter of the seeds on
+# MySQL/MariaDB when GOXPDL_MYSQL_DSN is set), and the named scenarios
+# (docs/testing.md). A failure prints its seed and how to run it again.
+ADVERSARY_SEEDS ?= 200
+ADVERSARY_OPS ?= 1000
+.PHONY: adversary
+adversary: ## the adversarial suite, long (ADVERSARY_SEEDS, ADVERSARY_OPS)
+	GOXPDL_ADVERSARY_SEEDS=$(ADVERSARY_SEEDS) GOXPDL_ADVERSARY_OPS=$(ADVERSARY_OPS) go test -race -count=1 -timeout 4h -run 'TestRandomised' -v ./internal/adversary | grep -v '^=== '
+	go test -race -count=1 -run 'TestAdversarial' ./engine
+
+# One seed of the randomised run again, as a failure names it (on SQLite;
+# ADVERSARY_DB=MySQL for MySQL/MariaDB).
+SEED ?= 1
+ADVERSARY_DB ?= SQLite
+.PHONY: adversary-seed
+adversary-seed: ## one seed of the randomised adversary again (SEED, ADVERSARY_DB)
+	go test -count=1 -run 'TestRandomised/$(ADVERSARY_DB)' -v ./internal/adversary -adversary.seed=$(SEED) -adversary.ops=$(ADVERSARY_OPS)
+
 .PHONY: bench
 bench: ## run the benchmarks
 	GOXPDL_WORKLIST_ITEMS=$${GOXPDL_WORKLIST_ITEMS:-20000} go test -run='^$$' -bench=. -benchmem ./...

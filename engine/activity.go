@@ -219,8 +219,8 @@ func (r *run) offer(a *act) error {
 		return err
 	}
 	assignees, err := r.assignees(a)
-	if a.assignTo != "" {
-		assignees, err = []store.Principal{{Kind: store.PrincipalUser, ID: a.assignTo}}, nil
+	if a.row.AssignTo != "" {
+		assignees, err = []store.Principal{{Kind: store.PrincipalUser, ID: a.row.AssignTo}}, nil
 	}
 	if err != nil {
 		if isStoreError(err) {

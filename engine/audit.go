@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -444,6 +445,7 @@ func (a *auditing) write(ctx context.Context, hostTx *gorm.DB, err error) {
 
 // clip cuts s to at most n bytes, at a character boundary.
 func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD") // the audit log's columns hold text
 	if len(s) <= n {
 		return s
 	}

@@ -190,6 +190,9 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		if err != nil {
 			return nil, err
 		}
+		if err := checkValuesSize(given); err != nil {
+			return nil, err
+		}
 		if err := lock.refusal(); err != nil {
 			return nil, err
 		}

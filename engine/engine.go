@@ -313,6 +313,9 @@ type Engine struct {
 	// Its event claims carry it.
 	owner      string
 	membership *recovery.Membership
+	// private says that the database is a private in-memory SQLite one,
+	// which has no node registry: Stop releases the run's claims itself.
+	private    bool
 	unlockFile func()      // releases the SQLite file lock; nil when none
 	replaced   atomic.Bool // a newer run of this NodeID took over
 }
@@ -533,6 +536,7 @@ func (e *Engine) join(ctx context.Context) error {
 		return err
 	}
 	if file == "" && e.store.Capabilities().Dialect == store.DialectSQLite {
+		e.private = true
 		return nil // a private in-memory database: no other node can see it
 	}
 	othersDead := false
@@ -565,6 +569,11 @@ func (e *Engine) leave(ctx context.Context) error {
 	var err error
 	if e.membership != nil {
 		err = e.membership.Leave(ctx)
+	} else if e.private {
+		// A private in-memory database has no node registry (join), but
+		// the next engine the host starts on it must take the events this
+		// run claimed and did not process at once, not after their lease.
+		_, err = e.store.ReleaseClaims(ctx, e.owner)
 	}
 	if e.unlockFile != nil {
 		e.unlockFile()

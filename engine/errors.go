@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -29,7 +31,9 @@ var (
 	ErrWrongType = errors.New("value of the wrong type")
 	// ErrNotRunning: the engine was not started, or is stopping.
 	ErrNotRunning = errors.New("engine is not running")
-	// ErrConfig: the Config is unusable.
+	// ErrConfig: the Config is unusable, or an argument of a command is
+	// (a business key longer than its column, text that is not valid
+	// UTF-8: a *TextError, ...).
 	ErrConfig = errors.New("invalid engine configuration")
 	// ErrBadTimer: a deployment's timer start event has a TimeDate or
 	// TimeCycle that cannot be worked out; the deployment is refused.
@@ -56,6 +60,9 @@ var (
 	// (StartOptions.Lock); returned as a *LockedError naming the holder.
 	// Nothing was created.
 	ErrLocked = errors.New("business key is locked")
+	// ErrTooLarge: a value is larger than MaxValueBytes, or the values one
+	// command gives are together (a *VariableError); nothing was changed.
+	ErrTooLarge = errors.New("value too large")
 )
 
 // EmptyProcessError refuses to start a process without activities: an
@@ -75,7 +82,7 @@ func (e *EmptyProcessError) Error() string {
 func (e *EmptyProcessError) Is(target error) bool { return target == ErrEmptyProcess }
 
 // VariableError says which variable a value was refused for. It matches
-// ErrWrongType or ErrUnknownVariable.
+// ErrWrongType, ErrUnknownVariable or ErrTooLarge.
 type VariableError struct {
 	// Name is the variable.
 	Name string
@@ -87,10 +94,26 @@ type VariableError struct {
 }
 
 func (e *VariableError) Error() string {
-	if errors.Is(e.kind, ErrUnknownVariable) {
+	switch {
+	case errors.Is(e.kind, ErrUnknownVariable):
 		return fmt.Sprintf("variable %q: not a data field or formal parameter of the process", e.Name)
+	case errors.Is(e.kind, ErrTooLarge):
+		return fmt.Sprintf("variable %q: the value is larger than %d bytes", e.Name, MaxValueBytes)
 	}
-	return fmt.Sprintf("variable %q: %v (%T) is not a valid %s", e.Name, e.Value, e.Value, e.Want)
+	return fmt.Sprintf("variable %q: %s (%T) is not a valid %s", e.Name, shortValue(e.Value), e.Value, e.Want)
+}
+
+// shortValue prints a refused value for an error message: at most 200
+// bytes of it, and a string that is not valid UTF-8 quoted.
+func shortValue(v any) string {
+	s := fmt.Sprint(v)
+	if str, ok := v.(string); ok && !utf8.ValidString(str) {
+		s = strconv.Quote(str)
+	}
+	if len(s) > 200 {
+		s = clip(s, 200) + "..."
+	}
+	return s
 }
 
 // Is matches the kind of refusal.

@@ -140,6 +140,9 @@ func (e *Engine) signal(ctx context.Context, hostTx *gorm.DB, name string, opts 
 	if strings.TrimSpace(name) == "" {
 		return Broadcast{}, fmt.Errorf("%w: a signal needs a name", ErrConfig)
 	}
+	if err := checkTexts(maxKey, "signal name", name, "SignalOpts.SignalID", opts.SignalID, "SignalOpts.Actor", opts.Actor); err != nil {
+		return Broadcast{}, err
+	}
 	vars, err := canonicalOutputs(opts.Variables)
 	if err != nil {
 		return Broadcast{}, fmt.Errorf("%w: signal %s: %w", ErrConfig, name, err)

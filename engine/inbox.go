@@ -104,6 +104,9 @@ func (e *Engine) Send(ctx context.Context, m Message) (Delivery, error) {
 	if m.MessageID == "" || m.Activity == "" || (m.Instance == 0) == (m.Match == nil) {
 		return Delivery{}, fmt.Errorf("%w: a message needs a MessageID, an Activity, and either an Instance or a Match", ErrConfig)
 	}
+	if err := checkTexts(maxKey, "Message.MessageID", m.MessageID, "Message.User", m.User); err != nil {
+		return Delivery{}, err
+	}
 	var d Delivery
 	err := e.transact(ctx, nil, actorOf(m.User), func(r *run) (*run, error) {
 		if prior, err := r.tx.GetInboxMessage(r.ctx, m.MessageID); err == nil {

@@ -242,7 +242,7 @@ func (r *run) callError(a *act, app string, params map[string]any, b binding, er
 func (r *run) flushIncidents() error {
 	for _, p := range r.incidents {
 		inc := store.Incident{
-			ProcessInstanceID: r.pi.ID, Cause: string(p.failure.cause), Error: p.failure.diagnosis,
+			ProcessInstanceID: r.pi.ID, Cause: string(p.failure.cause), Error: errorText(p.failure.diagnosis),
 			Application: p.failure.app, Params: paramsJSON(p.failure.params), Attempts: max(p.failure.attempts, 1),
 			LastFailureAt: r.now,
 		}
@@ -308,7 +308,7 @@ func (e *Engine) recordFailing(ctx context.Context, instance int64, attempt int,
 	id := ce.activity
 	inc := store.Incident{
 		ProcessInstanceID: instance, ActivityInstanceID: &id, ActivityDefID: ce.actDef, Cause: string(CauseFailing),
-		Error: err.Error(), Application: ce.app, Params: paramsJSON(ce.params), Attempts: attempt, LastFailureAt: e.now(),
+		Error: errorText(err.Error()), Application: ce.app, Params: paramsJSON(ce.params), Attempts: attempt, LastFailureAt: e.now(),
 	}
 	for try := 0; try < 2; try++ {
 		_, opened, rerr := e.store.RecordIncident(ctx, inc)

@@ -158,10 +158,13 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 const RecordProcessQueued = "process.queued"
 
 // checkLock refuses StartOptions whose business key or lock cannot be
-// used (ErrConfig).
+// used (ErrConfig), or whose keys and actor cannot be kept as given (a
+// *TextError).
 func (o StartOptions) checkLock() error {
-	if len(o.BusinessKey) > maxBusinessKey {
-		return fmt.Errorf("%w: business key longer than %d bytes", ErrConfig, maxBusinessKey)
+	err := checkTexts(maxBusinessKey, "StartOptions.BusinessKey", o.BusinessKey,
+		"StartOptions.IdempotencyKey", o.IdempotencyKey, "StartOptions.Actor", o.Actor)
+	if err != nil {
+		return err
 	}
 	if o.Lock == nil {
 		return nil

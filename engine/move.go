@@ -106,6 +106,9 @@ func (e *Engine) Rollback(ctx context.Context, instance int64, to string, op Op)
 // RollbackTx is Rollback inside the host's transaction tx (nil: its own).
 func (e *Engine) RollbackTx(ctx context.Context, tx *gorm.DB, instance int64, to string, op Op) error {
 	return e.command(ctx, tx, instance, op, audited{action: AuditRollback}, func(r *run) error {
+		if err := r.movable("rollback"); err != nil {
+			return err
+		}
 		done, err := r.lastCompleted(to)
 		if err != nil {
 			return err
@@ -131,6 +134,9 @@ func (e *Engine) Withdraw(ctx context.Context, item int64, user string, op Op) e
 
 // WithdrawTx is Withdraw inside the host's transaction tx (nil: its own).
 func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user string, op Op) error {
+	if err := checkText("user", user, maxKey); err != nil {
+		return err
+	}
 	if op.Actor == "" {
 		op.Actor = user
 	}
@@ -153,6 +159,9 @@ func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user s
 		return e.audit(ctx, op, what).end(ctx, tx, err)
 	}
 	return e.command(ctx, tx, wi.ProcessInstanceID, op, what, func(r *run) error {
+		if err := r.movable("withdraw"); err != nil {
+			return err
+		}
 		wi, err := r.tx.GetWorkItem(r.ctx, item)
 		if err != nil {
 			return err
@@ -174,10 +183,8 @@ func (r *run) move(m Move, assignTo map[string]string) error {
 	refuse := func(format string, args ...any) error {
 		return &MoveError{Instance: r.pi.ID, Reason: fmt.Sprintf(format, args...)}
 	}
-	switch s := r.state(); s {
-	case wftype.ProcessRunning, wftype.ProcessSuspended, wftype.ProcessLocking:
-	default:
-		return &wftype.StateError{Subject: "process", State: r.pi.State, Command: "move", Finished: s.IsFinal()}
+	if err := r.movable("move"); err != nil {
+		return err
 	}
 	if len(m.Cancel) == 0 && !m.CancelAll && len(m.Start) == 0 {
 		return refuse("the move neither cancels nor starts anything")
@@ -240,7 +247,7 @@ func (r *run) move(m Move, assignTo map[string]string) error {
 		if err != nil {
 			return err
 		}
-		a.assignTo = assignTo[def.ID]
+		a.row.AssignTo = assignTo[def.ID] // kept: a Suspended instance offers it when it resumes
 		r.tokens.Restart(top, def)
 		if r.state() == wftype.ProcessRunning && startsOnControlPath(def) {
 			if err := r.startActivity(a); err != nil {
@@ -253,6 +260,18 @@ func (r *run) move(m Move, assignTo map[string]string) error {
 	}
 	r.record(Record{Type: RecordProcessMoved, State: r.pi.State, Detail: strings.Join(did, ", "), User: r.actor})
 	return r.settle(top)
+}
+
+// movable refuses a move (command names it) of an instance that is not
+// Running, Suspended or Locking: a finished one with ErrInstanceFinished,
+// before anything else about the move is looked at.
+func (r *run) movable(command string) error {
+	switch s := r.state(); s {
+	case wftype.ProcessRunning, wftype.ProcessSuspended, wftype.ProcessLocking:
+		return nil
+	default:
+		return &wftype.StateError{Subject: "process", State: r.pi.State, Command: command, Finished: s.IsFinal()}
+	}
 }
 
 // moveTarget finds activity id of the process's top level, or says why a
@@ -368,7 +387,7 @@ func (r *run) successorsOf(id int64) ([]int64, error) {
 	}
 	var out []int64
 	for _, a := range all {
-		if !next[a.ActivityDefID] || a.ID == id || a.CreatedAt.Before(*done.EndedAt) || a.BlockInstanceID != nil {
+		if !next[a.ActivityDefID] || a.ID <= id || a.CreatedAt.Before(*done.EndedAt) || a.BlockInstanceID != nil {
 			continue
 		}
 		switch wftype.ActivityState(a.State) {

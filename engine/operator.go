@@ -46,10 +46,20 @@ func (r *run) detail(diagnosis string) []byte {
 	return mustJSON(entryDetail{Diagnosis: diagnosis, Reason: r.op.Reason, Data: r.op.Data})
 }
 
-// check refuses an Op whose Data does not encode as JSON (ErrConfig).
+// check refuses an Op whose Data does not encode as JSON (ErrConfig), or
+// whose texts cannot be kept as given (a *TextError).
 func (o Op) check() error {
+	if err := checkText("Op.Actor", o.Actor, maxKey); err != nil {
+		return err
+	}
+	if err := checkText("Op.Reason", o.Reason, 0); err != nil {
+		return err
+	}
 	if len(o.Data) == 0 {
 		return nil
+	}
+	if want := badValue(o.Data); want != "" {
+		return &TextError{Field: "Op.Data", Reason: "cannot be kept: " + want}
 	}
 	if _, err := json.Marshal(o.Data); err != nil {
 		return fmt.Errorf("%w: Op.Data does not encode as JSON: %w", ErrConfig, err)

@@ -87,7 +87,9 @@ func (e *Engine) SkipActivityTx(ctx context.Context, tx *gorm.DB, instance, acti
 
 // abnormalActivity finds activity instance id of the loaded process, which
 // an operator command may repair: the process is Running and the activity
-// Abnormal.
+// Abnormal. An activity of another instance is refused first
+// (ErrWrongInstance), then a finished process (ErrInstanceFinished),
+// whatever state the activity was left in.
 func (r *run) abnormalActivity(id int64, cmd string) (*act, error) {
 	a := r.activity(id)
 	if a == nil {
@@ -101,7 +103,13 @@ func (r *run) abnormalActivity(id int64, cmd string) (*act, error) {
 			return nil, fmt.Errorf("%w: activity instance %d is in process instance %d, not %d",
 				ErrWrongInstance, id, row.ProcessInstanceID, r.pi.ID)
 		}
+		if r.state().IsFinal() {
+			return nil, &wftype.StateError{Subject: "process", State: r.pi.State, Command: cmd, Finished: true}
+		}
 		return nil, &wftype.StateError{Subject: "activity", State: row.State, Command: cmd}
+	}
+	if r.state().IsFinal() {
+		return nil, &wftype.StateError{Subject: "process", State: r.pi.State, Command: cmd, Finished: true}
 	}
 	if a.row.State != string(wftype.ActivityAbnormal) {
 		return nil, &wftype.StateError{Subject: "activity", State: a.row.State, Command: cmd}

@@ -119,9 +119,6 @@ type act struct {
 	// passOn: a loop instance that completes routing like the activity
 	// itself (completeInstance).
 	passOn bool
-	// assignTo, when set, is the only user a manual activity is offered
-	// to (a rollback or withdraw gives the work back to who did it).
-	assignTo string
 	// dueAt, for a manual activity about to be offered, is when its work
 	// should be done: its first deadline or its limit (the work item's
 	// DueAt); nil when it has neither.
@@ -286,7 +283,7 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	if err != nil {
 		return err
 	}
-	r.pi.State, r.pi.Diagnosis = string(to), diagnosis
+	r.pi.State, r.pi.Diagnosis = string(to), errorText(diagnosis)
 	if to.IsFinal() {
 		end := r.now
 		r.pi.EndedAt = &end
@@ -337,6 +334,7 @@ func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string)
 	if err != nil {
 		return err
 	}
+	diagnosis = errorText(diagnosis) // an application's error may be any bytes, of any length
 	a.row.State, a.row.Diagnosis, a.row.UpdatedAt = string(to), diagnosis, r.now
 	if cmd == machine.ActivityStart || cmd == machine.ActivityOffer {
 		a.row.Attempt++

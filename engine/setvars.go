@@ -50,6 +50,9 @@ func (r *run) setOperatorValues(values Values) error {
 	if err != nil {
 		return err
 	}
+	if err := checkValuesSize(merged); err != nil {
+		return err
+	}
 	old := make(map[string]any, len(merged))
 	for name := range merged {
 		old[name] = vars[name]

@@ -620,8 +620,17 @@ func (r *run) interrupt(a *act) error {
 	return nil
 }
 
-// forceComplete completes an activity without routing it.
+// forceComplete completes an activity without routing it. In a
+// Suspended process, where only an operator's move ends activities and
+// nothing may become Active, the activity is cancelled where it stands
+// (machine.ActivityCancel).
 func (r *run) forceComplete(a *act, why string) error {
+	if r.state() == wftype.ProcessSuspended {
+		if a.row.State == string(wftype.ActivityAbnormal) {
+			r.resolve(a, "ended")
+		}
+		return r.setActivity(a, machine.ActivityCancel, why)
+	}
 	if a.row.State == string(wftype.ActivityInitiated) {
 		if err := r.setActivity(a, machine.ActivityStart, ""); err != nil {
 			return err

@@ -276,7 +276,7 @@ func (e *Engine) deployTogether(ctx context.Context, ms []member, a *auditing) (
 		}
 	}
 	stored := make([]*deployment, len(deps))
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+	err := e.deployTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var group int64
 		for i, d := range deps {
 			def, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{
@@ -316,6 +316,32 @@ func (e *Engine) deployTogether(ctx context.Context, ms []member, a *auditing) (
 		out[i] = d.public()
 	}
 	return out, nil
+}
+
+// deployTries bounds the attempts of a deployment whose version another
+// deployment of the same package took first. Each round has a winner, so
+// n concurrent deployers need at most n rounds.
+const deployTries = 16
+
+// deployTx runs the transaction of a deployment, again when a concurrent
+// deployment of one of its packages committed the version it chose (the
+// unique index on package and version refuses the later one: store.
+// ErrDuplicate, or ErrConflict where the database reports a deadlock):
+// concurrent deployments of a package get distinct, gapless versions.
+// When the attempts run out the error matches ErrConflict, and the
+// deployment may be given again.
+func (e *Engine) deployTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	var err error
+	for range deployTries {
+		err = e.store.InTx(ctx, fn)
+		if !errors.Is(err, store.ErrDuplicate) && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	if errors.Is(err, store.ErrDuplicate) {
+		err = fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
 }
 
 // checkSubflows refuses a package with a SubFlow whose process is neither

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,10 +80,68 @@ func (vt varType) zero() any {
 	return nil
 }
 
+// MaxValueBytes is the most one variable's value may take, encoded as
+// JSON, and the most the values one command gives may take together (a
+// start's variables, a completion's outputs, the values of SetVariables,
+// a skip, a move or a migration). A larger value is refused with a
+// *VariableError matching ErrTooLarge, on every database alike: MySQL and
+// MariaDB refuse a statement longer than their max_allowed_packet (16 MiB
+// by default on MariaDB), and a variable's change is written to the
+// history with its old and its new value.
+const MaxValueBytes = 4 << 20
+
 // coerce checks v against the type and returns it in its canonical Go
 // form. Numbers may come as any Go integer or float kind (JavaScript and
-// JSON give float64); an INTEGER must be integral.
+// JSON give float64); an INTEGER must be integral. A value the engine
+// could not keep as given (text that is not valid UTF-8, a number that is
+// not finite: JSON has neither) is of the wrong type; one larger than
+// MaxValueBytes is refused with ErrTooLarge.
 func (vt varType) coerce(name string, v any) (any, error) {
+	c, err := vt.coerceType(name, v)
+	if err != nil {
+		return nil, err
+	}
+	if want := badValue(c); want != "" {
+		return nil, &VariableError{Name: name, Want: vt.name() + " (" + want + ")", Value: v, kind: ErrWrongType}
+	}
+	if encodedSize(c) > MaxValueBytes {
+		return nil, &VariableError{Name: name, Want: vt.name(), Value: v, kind: ErrTooLarge}
+	}
+	return c, nil
+}
+
+// encodedSize is about the length of v's JSON: exact for all but short
+// strings, whose escapes it leaves out (they cannot reach the limits it is
+// compared with).
+func encodedSize(v any) int {
+	switch x := v.(type) {
+	case nil, bool, int64, float64:
+		return 24
+	case string:
+		if len(x) <= 64<<10 {
+			return len(x) + 2
+		}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(data)
+}
+
+// checkValuesSize refuses values one command gives that are larger than
+// MaxValueBytes together.
+func checkValuesSize(values map[string]any) error {
+	total := 0
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if total += encodedSize(values[name]); total > MaxValueBytes {
+			return &VariableError{Name: name, Value: values[name], kind: ErrTooLarge}
+		}
+	}
+	return nil
+}
+
+func (vt varType) coerceType(name string, v any) (any, error) {
 	bad := func() (any, error) {
 		return nil, &VariableError{Name: name, Want: vt.name(), Value: v, kind: ErrWrongType}
 	}
@@ -129,14 +189,10 @@ func (vt varType) coerce(name string, v any) (any, error) {
 		}
 		return bad()
 	case xpdl.BasicInteger:
-		if i, ok := v.(int64); ok {
+		if i, ok := integral(v); ok {
 			return i, nil
 		}
-		f, ok := number(v)
-		if !ok || f != math.Trunc(f) || math.IsInf(f, 0) {
-			return bad()
-		}
-		return int64(f), nil
+		return bad()
 	case xpdl.BasicFloat:
 		// NaN and the infinities have no JSON form to be stored in.
 		if f, ok := number(v); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
@@ -279,6 +335,24 @@ func integer(v any) (int64, bool) {
 	return 0, false
 }
 
+// integral returns v as an int64 when it is an integer that fits one
+// exactly: a Go integer of any kind (integer), or a float (JavaScript and
+// JSON give float64) that is integral and within range. A float64 holds
+// integers exactly only up to 2^53; the integer kinds are taken without
+// passing through one.
+func integral(v any) (int64, bool) {
+	if i, ok := integer(v); ok {
+		return i, true
+	}
+	f, ok := number(v)
+	// -2^63 is an int64; 2^63 is not, and is the first float64 above
+	// MaxInt64.
+	if !ok || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
 // scriptCopy returns vars for a script to run over: the arrays and
 // records in it are copies (deep ones), so that what a script changes in
 // place (order.total = 5) shows as a change of the value, and a script
@@ -369,10 +443,13 @@ func (vt varType) parseText(name, text string) (any, error) {
 		i, err := strconv.ParseInt(t, 10, 64)
 		if err != nil {
 			f, ferr := strconv.ParseFloat(t, 64)
-			if ferr != nil || f != math.Trunc(f) {
+			if ferr != nil {
 				return bad()
 			}
-			i = int64(f)
+			var ok bool
+			if i, ok = integral(f); !ok {
+				return bad() // not integral, or out of an INTEGER's range
+			}
 		}
 		return i, nil
 	case xpdl.BasicFloat:

@@ -153,6 +153,9 @@ func (e *Engine) DelegateWorkItem(ctx context.Context, id int64, user, to string
 
 // DelegateWorkItemTx is DelegateWorkItem inside the host's transaction tx.
 func (e *Engine) DelegateWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, user, to string, op Op) error {
+	if err := checkText("to", to, maxKey); err != nil {
+		return err
+	}
 	return e.workItemOp(ctx, tx, id, user, op, workitem.Delegate, func(r *run, wi *store.WorkItem, a *act) error {
 		if err := mustOwn(*wi, user, "delegate"); err != nil {
 			return err
@@ -178,6 +181,11 @@ func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 	if len(to) == 0 {
 		return fmt.Errorf("%w: reassign work item %d to nobody", ErrConfig, id)
 	}
+	for _, p := range to {
+		if err := checkText("principal", p.ID, maxKey); err != nil {
+			return err
+		}
+	}
 	return e.workItemOp(ctx, tx, id, admin, op, workitem.Reassign, func(_ *run, wi *store.WorkItem, _ *act) error {
 		wi.Assignees, wi.Owner = slices.Clone(to), ""
 		return nil
@@ -197,6 +205,9 @@ func (e *Engine) CompleteWorkItem(ctx context.Context, id int64, c Completion) (
 // tx: the host's business writes and the completion commit together.
 func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, c Completion) (WorkItem, error) {
 	if err := c.Op.check(); err != nil {
+		return WorkItem{}, err
+	}
+	if err := checkTexts(maxKey, "Completion.User", c.User, "Completion.IdempotencyKey", c.IdempotencyKey); err != nil {
 		return WorkItem{}, err
 	}
 	var aud *auditing
@@ -311,6 +322,9 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 ) error {
 	if user == "" {
 		return fmt.Errorf("%w: %s work item %d: no user", ErrConfig, cmd, id)
+	}
+	if err := checkText("user", user, maxKey); err != nil {
+		return err
 	}
 	if err := op.check(); err != nil {
 		return err
@@ -608,6 +622,9 @@ func (r *run) applyOutputs(wi store.WorkItem, a *act, c Completion) ([]byte, err
 	}
 	outputs, err := r.outputs(a.def, c)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkValuesSize(outputs); err != nil {
 		return nil, err
 	}
 	allowed := updatable(a.def)

@@ -112,6 +112,13 @@ type ActivityInstance struct {
 	// (instances wanted, started, completed), opaque to the store; nil
 	// for other activities.
 	LoopState []byte
+	// AssignTo is, for a manual activity an operator's move started
+	// (Rollback, Withdraw), the one user its work item is to be offered
+	// to; "" for the usual offer. It is set when the activity instance is
+	// inserted and never changed: an activity started while its instance
+	// was Suspended is offered when the instance resumes, in another
+	// transaction.
+	AssignTo string
 }
 
 // Variable is the value of one data field of a process instance. Its key is

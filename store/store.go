@@ -587,8 +587,8 @@ type ListProcessInstancesParams struct {
 
 // UpdateActivityInstanceParams are the arguments of
 // Tx.UpdateActivityInstance. State, Attempt, Diagnosis, UpdatedAt,
-// EndedAt and LoopState replace the stored values; LoopParentID and
-// LoopIndex never change after insert.
+// EndedAt and LoopState replace the stored values; LoopParentID,
+// LoopIndex and AssignTo never change after insert.
 type UpdateActivityInstanceParams struct {
 	// ID is the activity instance to change.
 	ID int64

@@ -113,55 +113,74 @@ const (
 	// ActivitySkip completes an Abnormal activity without running it
 	// (operator).
 	ActivitySkip ActivityCommand = "skip"
+	// ActivityCancel ends an open activity without running it on or
+	// routing it: an operator's move (Jump, Rollback, Withdraw,
+	// MoveInstance) cancels it. It is the one command a Suspended
+	// process accepts from every open state, as the move is accepted
+	// there (what the move starts waits for the resume).
+	ActivityCancel ActivityCommand = "cancel"
 )
 
 // ActivityCommands lists every activity command.
 var ActivityCommands = []ActivityCommand{
 	ActivityStart, ActivityOffer, ActivityWait, ActivityComplete, ActivityFail, ActivityRetry, ActivitySkip,
+	ActivityCancel,
 }
 
 // activityTable holds the legal activity transitions.
 var activityTable = map[wftype.ActivityState]map[ActivityCommand]wftype.ActivityState{
 	wftype.ActivityInitiated: {
-		ActivityStart: wftype.ActivityActive,
-		ActivityOffer: wftype.ActivityInActive,
+		ActivityStart:  wftype.ActivityActive,
+		ActivityOffer:  wftype.ActivityInActive,
+		ActivityCancel: wftype.ActivityCompleted,
 	},
 	wftype.ActivityActive: {
 		ActivityWait:     wftype.ActivityWaiting,
 		ActivityComplete: wftype.ActivityCompleted,
 		ActivityFail:     wftype.ActivityAbnormal,
+		ActivityCancel:   wftype.ActivityCompleted,
 	},
 	wftype.ActivityWaiting: {
 		ActivityComplete: wftype.ActivityCompleted,
 		ActivityFail:     wftype.ActivityAbnormal,
+		ActivityCancel:   wftype.ActivityCompleted,
 	},
 	wftype.ActivityInActive: {
 		ActivityComplete: wftype.ActivityCompleted,
 		// The work cannot be offered (its performer does not resolve):
 		// a fault for an operator, as for an automatic activity.
-		ActivityFail: wftype.ActivityAbnormal,
+		ActivityFail:   wftype.ActivityAbnormal,
+		ActivityCancel: wftype.ActivityCompleted,
 	},
 	wftype.ActivityAbnormal: {
-		ActivityRetry: wftype.ActivityInitiated,
-		ActivitySkip:  wftype.ActivityCompleted,
+		ActivityRetry:  wftype.ActivityInitiated,
+		ActivitySkip:   wftype.ActivityCompleted,
+		ActivityCancel: wftype.ActivityCompleted,
 	},
 }
 
 // allowedWhileSuspended are the activity commands a Suspended process
 // still accepts: a subprocess may return to, or fail, its Waiting parent
-// activity, whose completion is then routed before the suspension holds.
+// activity, whose completion is then routed before the suspension holds;
+// and an operator's move may cancel any open activity (ActivityCancel).
 // Nothing becomes Active, and work items are suspended with the process.
-var allowedWhileSuspended = map[ActivityCommand]bool{
-	ActivityComplete: true,
-	ActivityFail:     true,
+func allowedWhileSuspended(from wftype.ActivityState, cmd ActivityCommand) bool {
+	switch cmd {
+	case ActivityComplete, ActivityFail:
+		return from == wftype.ActivityWaiting
+	case ActivityCancel:
+		return true
+	}
+	return false
 }
 
 // NextActivityState returns the state cmd moves an activity instance in
 // state from to, given the state of its process instance. Activities move
 // freely only while the process is Running; a Suspended process accepts
 // only a Waiting activity's completion or failure (docs/engine.md,
-// "States": a Waiting activity may still receive its subflow's result); a
-// finished process accepts nothing. Refusals are *wftype.StateError.
+// "States": a Waiting activity may still receive its subflow's result) and
+// an operator's cancellation; a finished process accepts nothing. Refusals
+// are *wftype.StateError.
 func NextActivityState(process wftype.ProcessState, from wftype.ActivityState, cmd ActivityCommand) (wftype.ActivityState, error) {
 	refuse := func(subject, state string, finished bool) (wftype.ActivityState, error) {
 		return from, &wftype.StateError{Subject: subject, State: state, Command: string(cmd), Finished: finished}
@@ -169,7 +188,7 @@ func NextActivityState(process wftype.ProcessState, from wftype.ActivityState, c
 	switch {
 	case process.IsFinal():
 		return refuse("process", string(process), true)
-	case process == wftype.ProcessSuspended && !(allowedWhileSuspended[cmd] && from == wftype.ActivityWaiting):
+	case process == wftype.ProcessSuspended && !allowedWhileSuspended(from, cmd):
 		return refuse("process", string(process), false)
 	case process != wftype.ProcessRunning && process != wftype.ProcessSuspended:
 		return refuse("process", string(process), false)

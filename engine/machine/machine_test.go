@@ -80,13 +80,24 @@ var legalActivity = map[string]wftype.ActivityState{
 	"InActive/fail":     wftype.ActivityAbnormal,
 	"Abnormal/retry":    wftype.ActivityInitiated,
 	"Abnormal/skip":     wftype.ActivityCompleted,
+	"Initiated/cancel":  wftype.ActivityCompleted,
+	"Active/cancel":     wftype.ActivityCompleted,
+	"Waiting/cancel":    wftype.ActivityCompleted,
+	"InActive/cancel":   wftype.ActivityCompleted,
+	"Abnormal/cancel":   wftype.ActivityCompleted,
 }
 
 // legalWhileSuspended lists what a Suspended process still lets its
-// activities do: a subprocess returning to, or failing, its parent.
+// activities do: a subprocess returning to, or failing, its parent, and
+// an operator's move cancelling any open activity.
 var legalWhileSuspended = map[string]wftype.ActivityState{
 	"Waiting/complete": wftype.ActivityCompleted,
 	"Waiting/fail":     wftype.ActivityAbnormal,
+	"Initiated/cancel": wftype.ActivityCompleted,
+	"Active/cancel":    wftype.ActivityCompleted,
+	"Waiting/cancel":   wftype.ActivityCompleted,
+	"InActive/cancel":  wftype.ActivityCompleted,
+	"Abnormal/cancel":  wftype.ActivityCompleted,
 }
 
 func TestActivityTransitions(t *testing.T) {

@@ -133,16 +133,18 @@ type activityInstanceModel struct {
 	LoopParentID *int64 `gorm:"column:loop_parent_id"`
 	LoopIndex    *int   `gorm:"column:loop_index"`
 	LoopState    []byte `gorm:"column:loop_state"`
+	// AssignTo came later too; NULL for "" (the usual offer).
+	AssignTo *string `gorm:"column:assign_to;size:255"`
 }
 
 func (activityInstanceModel) TableName() string { return tableActivityInstances }
 
 // activityInstanceColumns are the columns of an activityInstanceModel but
 // its id, in the order of values.
-var activityInstanceColumns = []string{"process_instance_id", "activity_def_id", "activity_set_id", "block_instance_id", "state", "attempt", "version", "diagnosis", "created_at", "updated_at", "ended_at", "loop_parent_id", "loop_index", "loop_state"}
+var activityInstanceColumns = []string{"process_instance_id", "activity_def_id", "activity_set_id", "block_instance_id", "state", "attempt", "version", "diagnosis", "created_at", "updated_at", "ended_at", "loop_parent_id", "loop_index", "loop_state", "assign_to"}
 
 func (m activityInstanceModel) values() []any {
-	return []any{m.ProcessInstanceID, m.ActivityDefID, m.ActivitySetID, m.BlockInstanceID, m.State, m.Attempt, m.Version, m.Diagnosis, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.LoopParentID, m.LoopIndex, m.LoopState}
+	return []any{m.ProcessInstanceID, m.ActivityDefID, m.ActivitySetID, m.BlockInstanceID, m.State, m.Attempt, m.Version, m.Diagnosis, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.LoopParentID, m.LoopIndex, m.LoopState, m.AssignTo}
 }
 
 // variableModel is a process variable. The index (name, value) serves
@@ -517,6 +519,7 @@ func activityInstanceFromRow(r store.ActivityInstance) activityInstanceModel {
 		LoopParentID:      copyInt64Ptr(r.LoopParentID),
 		LoopIndex:         &r.LoopIndex,
 		LoopState:         dbBytes(r.LoopState),
+		AssignTo:          nullString(r.AssignTo),
 	}
 }
 
@@ -541,6 +544,7 @@ func (m *activityInstanceModel) row() store.ActivityInstance {
 		LoopParentID:      copyInt64Ptr(m.LoopParentID),
 		LoopIndex:         loopIndex,
 		LoopState:         rowBytes(m.LoopState),
+		AssignTo:          derefString(m.AssignTo),
 	}
 }
 

@@ -321,10 +321,11 @@ func (h *harness) testActivityInstances(t *testing.T) {
 			{ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Active", Attempt: 1, CreatedAt: at(time.Millisecond), UpdatedAt: at(time.Millisecond)},
 			{ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":3}`)},
 			{ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "InActive", CreatedAt: t0, UpdatedAt: t0, LoopParentID: ptr(int64(6)), LoopIndex: 2},
+			{ProcessInstanceID: pi.ID, ActivityDefID: "E", State: "Initiated", CreatedAt: t0, UpdatedAt: t0, AssignTo: "ann 🙂"},
 		}
 		got, err := b.s.InsertActivityInstances(b.ctx, in)
 		require.NoError(t, err)
-		require.Len(t, got, 5)
+		require.Len(t, got, 6)
 		for i := range in {
 			want := in[i]
 			want.ID, want.Version = got[i].ID, 1
