@@ -417,8 +417,9 @@ func New(cfg Config) (*Engine, error) {
 	e.timers, err = timer.NewService(timer.ServiceConfig{
 		Store:   e.store,
 		Clock:   cfg.Clock,
-		Fire:    e.fireTimers,
-		MaxWait: cfg.TimerPollInterval,
+		Fire:     e.fireTimers,
+		Transact: e.fireTx,
+		MaxWait:  cfg.TimerPollInterval,
 		Logger:  cfg.Logger,
 	})
 	if err != nil {
