@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"strings"
 )
 
 // Wrap returns a connector whose connections put in's faults into the
@@ -49,7 +50,19 @@ type conn struct {
 	parent parentConn
 	in     *Injector
 	inTx   bool
-	broken bool // a connection error struck: everything fails from now on
+	broken bool     // a connection error struck: everything fails from now on
+	ran    []string // the statements of the open transaction
+}
+
+// ranQuery reports whether a statement of the open transaction contains
+// query.
+func (c *conn) ranQuery(query string) bool {
+	for _, q := range c.ran {
+		if strings.Contains(q, query) {
+			return true
+		}
+	}
+	return false
 }
 
 var (
@@ -80,11 +93,14 @@ func (c *conn) fail(f *Fault) error {
 
 // statement is the check before a statement: a broken connection
 // refuses it, and the injector may fail it.
-func (c *conn) statement(ctx context.Context) error {
+func (c *conn) statement(ctx context.Context, query string) error {
 	if c.broken {
 		return driver.ErrBadConn
 	}
-	if f := c.in.strike(ctx, Statement); f != nil {
+	if c.inTx {
+		c.ran = append(c.ran, query)
+	}
+	if f := c.in.strike(ctx, Statement, func(q string) bool { return strings.Contains(query, q) }); f != nil {
 		return c.fail(f)
 	}
 	return nil
@@ -95,21 +111,21 @@ func (c *conn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.statement(ctx); err != nil {
+	if err := c.statement(ctx, query); err != nil {
 		return nil, err
 	}
 	return c.parent.PrepareContext(ctx, query)
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.statement(ctx); err != nil {
+	if err := c.statement(ctx, query); err != nil {
 		return nil, err
 	}
 	return c.parent.ExecContext(ctx, query, args)
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.statement(ctx); err != nil {
+	if err := c.statement(ctx, query); err != nil {
 		return nil, err
 	}
 	return c.parent.QueryContext(ctx, query, args)
@@ -123,14 +139,14 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if c.broken {
 		return nil, driver.ErrBadConn
 	}
-	if f := c.in.strike(ctx, Begin); f != nil {
+	if f := c.in.strike(ctx, Begin, nil); f != nil {
 		return nil, c.fail(f)
 	}
 	t, err := c.parent.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	c.inTx = true
+	c.inTx, c.ran = true, c.ran[:0]
 	return &tx{parent: t, conn: c, exempt: exempt(ctx)}, nil
 }
 
@@ -193,7 +209,7 @@ func (t *tx) Commit() error {
 	if t.exempt {
 		ctx = Exempt(ctx)
 	}
-	f := c.in.strike(ctx, Commit)
+	f := c.in.strike(ctx, Commit, c.ranQuery)
 	switch {
 	case f == nil:
 		return t.parent.Commit()

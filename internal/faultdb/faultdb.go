@@ -95,6 +95,11 @@ type Fault struct {
 	// Sticky makes every operation of its kind from At on fail, until
 	// Clear: an outage rather than a blip.
 	Sticky bool
+	// Query, when set, narrows the fault to the statements whose text
+	// contains it (Statement), or to the transactions that ran such a
+	// statement (Begin never matches; Commit, AfterCommit): only those
+	// count towards At.
+	Query string
 }
 
 // Stats counts what an Injector saw and did.
@@ -124,10 +129,10 @@ type Injector struct {
 	hits   map[Kind]int64
 }
 
-// armed is a Fault with the count of its kind when it was armed.
+// armed is a Fault with the operations it has seen since it was armed.
 type armed struct {
 	Fault
-	base int64
+	seen int64
 }
 
 // New returns an Injector with no fault armed.
@@ -142,7 +147,7 @@ func (in *Injector) Arm(f Fault) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.faults = append(in.faults, armed{Fault: f, base: in.counts[f.Kind.counted()]})
+	in.faults = append(in.faults, armed{Fault: f})
 }
 
 // FailNth makes the nth statement from now fail with err.
@@ -196,30 +201,35 @@ func (in *Injector) Stats() Stats {
 
 // strike counts an operation of kind k (Statement, Begin or Commit) and
 // returns the fault that strikes it, if any. A Commit may be struck by a
-// Commit or an AfterCommit fault.
-func (in *Injector) strike(ctx context.Context, k Kind) *Fault {
+// Commit or an AfterCommit fault. ran says whether the operation ran a
+// statement whose text contains a fault's Query (the statement itself,
+// or one of a committing transaction's).
+func (in *Injector) strike(ctx context.Context, k Kind, ran func(query string) bool) *Fault {
 	if exempt(ctx) {
 		return nil
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.counts[k]++
-	n := in.counts[k]
-	for i, f := range in.faults {
-		if f.Kind.counted() != k {
+	var struck *Fault
+	for i := 0; i < len(in.faults); i++ {
+		f := &in.faults[i]
+		if f.Kind.counted() != k || f.Query != "" && (ran == nil || !ran(f.Query)) {
 			continue
 		}
-		at := f.base + f.At
-		if n == at || f.Sticky && n > at {
-			if !f.Sticky {
-				in.faults = append(in.faults[:i], in.faults[i+1:]...)
-			}
-			in.hits[f.Kind]++
-			fault := f.Fault
-			return &fault
+		f.seen++
+		if struck != nil || f.seen < f.At {
+			continue
+		}
+		fault := f.Fault
+		struck = &fault
+		in.hits[f.Kind]++
+		if !f.Sticky {
+			in.faults = append(in.faults[:i], in.faults[i+1:]...)
+			i--
 		}
 	}
-	return nil
+	return struck
 }
 
 // exemptKey marks a context whose operations the injector leaves alone.

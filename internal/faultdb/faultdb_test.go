@@ -245,3 +245,28 @@ func TestOpen(t *testing.T) {
 	_, _, err = faultdb.Open("postgres", "x")
 	require.Error(t, err)
 }
+
+// TestQueryNarrowsFault: a fault with a Query counts only the statements
+// (or the transactions) that ran such text.
+func TestQueryNarrowsFault(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, db *gorm.DB, in *faultdb.Injector, dialect string) {
+		require.NoError(t, db.Exec("CREATE TABLE u (v INT NOT NULL)").Error)
+		in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 2, Err: faultdb.Deadlock(dialect), Query: "INTO u"})
+		for v := 1; v <= 3; v++ {
+			require.NoError(t, db.Exec("INSERT INTO t (v) VALUES (?)", v).Error)
+		}
+		require.NoError(t, db.Exec("INSERT INTO u (v) VALUES (1)").Error)
+		require.Error(t, db.Exec("INSERT INTO u (v) VALUES (2)").Error, "the second statement on u")
+		require.False(t, in.Armed())
+
+		in.Arm(faultdb.Fault{Kind: faultdb.Commit, At: 1, Err: faultdb.Deadlock(dialect), Query: "INTO u"})
+		require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+			return tx.Exec("INSERT INTO t (v) VALUES (4)").Error
+		}), "a transaction that does not write u commits")
+		require.Error(t, db.Transaction(func(tx *gorm.DB) error {
+			return tx.Exec("INSERT INTO u (v) VALUES (3)").Error
+		}))
+		require.Equal(t, []int{1, 2, 3, 4}, rows(t, db))
+	})
+}
