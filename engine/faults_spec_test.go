@@ -100,6 +100,7 @@ func TestSpecFaults(t *testing.T) {
 				name, _ := filepath.Rel(specDir, path)
 				t.Run(name, func(t *testing.T) {
 					ref := runSpecFaulted(t, d.open, d.dialect, path, nil, nil)
+					require.Empty(t, ref.problems, "illegal states without a fault")
 					tally.mu.Lock()
 					tally.scripts++
 					tally.runs++
@@ -238,7 +239,7 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 		s.cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("FAULTS_DEBUG") != "" {
 			t.Logf("the engine's log:\n%s", logs.String())
 		}
 	})
