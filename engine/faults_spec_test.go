@@ -271,6 +271,7 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 		run.waiting = append(run.waiting, s.recoverFaults(want, &run.problems, d.Pos))
 		run.problems = append(run.problems, s.legal(d.Pos)...)
 		s.takeRecords()
+		s.aliasInstances()
 		i++
 		return d.Expected
 	})
@@ -296,6 +297,23 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// aliasInstances names the instances the script has not met yet (p1,
+// p2, ...) in the order the database numbered them: under faults the
+// records that name them in the spec's own runs may be lost (a commit
+// whose outcome was unknown publishes none).
+func (s *spec) aliasInstances() {
+	page, err := s.e.Instances(s.look, engine.InstanceFilter{Limit: 1000})
+	require.NoError(s.t, err)
+	ids := make([]int64, 0, len(page.Instances))
+	for _, pi := range page.Instances {
+		ids = append(ids, pi.ID)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		s.alias(id)
+	}
 }
 
 // struckKinds lists the kinds of the faults that struck between two
