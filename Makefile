@@ -127,7 +127,8 @@ crash-test: ## crash test by hand: 1,000 instances, 20 kills; SQLite, then MySQL
 # goroutines are summarised in the report).
 # The fault suite (docs/recovery.md): FAULTS faults of each kind per
 # spec script (a number, or "all" for every statement, BEGIN and COMMIT:
-# hours). make test runs it with one of each kind.
+# hours). make test runs it with two faults per script, of kinds drawn
+# at random.
 FAULTS ?= 5
 
 .PHONY: fault-test

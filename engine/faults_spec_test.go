@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"hash/fnv"
@@ -30,18 +31,23 @@ import (
 )
 
 // FaultsEnv sizes the fault suite over the specification
-// (TestSpecFaults): unset, each script gets one fault of each kind at a
-// seeded random place; a number N gives it N of each kind; "all" strikes
-// every statement, BEGIN and COMMIT of the script, one run each (hours).
+// (TestSpecFaults): unset, each script gets defaultFaults faults of
+// kinds and at places drawn at random, seeded by its name; a number N
+// gives it N of each kind; "all" strikes every statement, BEGIN and
+// COMMIT of the script, one run each (hours).
 const FaultsEnv = "GOXPDL_FAULTS"
 
+// defaultFaults is how many faults each script gets when FaultsEnv is
+// not set, of kinds drawn at random: the suite's share of make test.
+const defaultFaults = 2
+
 // faultsPerKind reads FaultsEnv: how many faults of each kind a script
-// gets, 0 meaning all.
+// gets, 0 meaning all, and -N a sample of N of any kind.
 func faultsPerKind(t *testing.T) int {
 	v := os.Getenv(FaultsEnv)
 	switch v {
 	case "":
-		return 1
+		return -defaultFaults
 	case "all":
 		return 0
 	}
@@ -184,6 +190,7 @@ func planFaults(st faultdb.Stats, dialect, script string, per int) []plannedFaul
 		kind{"commit/" + conflictName(dialect), faultdb.Commit, st.Commits, conflict},
 		kind{"commit/connection-lost", faultdb.Commit, st.Commits, faultdb.ConnectionLost(dialect)},
 		kind{"after-commit/connection-lost", faultdb.AfterCommit, st.Commits, faultdb.ConnectionLost(dialect)},
+		kind{"outage/connection-lost", outage, st.Statements, faultdb.ConnectionLost(dialect)},
 	)
 	var out []plannedFault
 	for _, k := range kinds {
@@ -196,17 +203,29 @@ func planFaults(st faultdb.Stats, dialect, script string, per int) []plannedFaul
 				at = append(at, n)
 			}
 		} else {
-			for range per {
+			for range max(per, 1) {
 				at = append(at, 1+rng.Int64N(k.count))
 			}
 		}
 		for _, n := range at {
-			out = append(out, plannedFault{name: fmt.Sprintf("%s@%d", k.key, n), key: k.key,
-				fault: faultdb.Fault{Kind: k.kind, At: n, Err: k.err}})
+			f := faultdb.Fault{Kind: k.kind, At: n, Err: k.err}
+			if k.kind == outage {
+				f.Kind, f.Outage = faultdb.Statement, true
+			}
+			out = append(out, plannedFault{name: fmt.Sprintf("%s@%d", k.key, n), key: k.key, fault: f})
 		}
+	}
+	if per < 0 {
+		// The default: a sample of the plan with one fault of each kind.
+		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		out = out[:min(-per, len(out))]
 	}
 	return out
 }
+
+// outage is the plan's kind for an outage: from a statement on, the
+// database is gone until the script next waits.
+const outage faultdb.Kind = "outage"
 
 func conflictName(dialect string) string {
 	if dialect == "mysql" {
@@ -235,6 +254,11 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 	logs := &syncBuffer{}
 	s := newSpecWith(t, db, func(s *spec) {
 		s.faulty = true
+		s.heal = func() {
+			if in.Down() {
+				in.Clear()
+			}
+		}
 		s.look = faultdb.Exempt(s.ctx)
 		s.cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
@@ -251,6 +275,7 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 		s.takeRecords()
 		before := in.Stats()
 		err := s.do(d, &out)
+		s.heal()
 		if err != nil && !strings.Contains(d.Expected, "error: ") {
 			kinds := struckKinds(before, in.Stats())
 			if len(kinds) == 0 {
@@ -334,17 +359,25 @@ func struckKinds(before, after faultdb.Stats) []faultdb.Kind {
 // retries run. It returns the events left waiting.
 func (s *spec) recoverFaults(want int64, problems *[]string, pos string) int64 {
 	step := 50 * time.Millisecond
-	for range 12 {
-		s.settle()
-		b, err := s.e.Backlog(s.look)
-		require.NoError(s.t, err)
-		if b.EventsWaiting <= want {
-			return b.EventsWaiting
+	for range 14 {
+		// Quiet, or waiting on the clock: events held in memory for
+		// a retry (the outage kept the database from recording it)
+		// count as available until their backoff has passed.
+		ctx, cancel := context.WithTimeout(s.look, 2*time.Second)
+		err := s.e.WaitQuiet(ctx)
+		cancel()
+		if err == nil {
+			b, err := s.e.Backlog(s.look)
+			require.NoError(s.t, err)
+			if b.EventsWaiting <= want {
+				return b.EventsWaiting
+			}
 		}
 		s.clock.Advance(step)
 		step *= 2
 	}
-	*problems = append(*problems, pos+": events still wait for a retry after recovery")
+	b, err := s.e.Backlog(s.look)
+	*problems = append(*problems, fmt.Sprintf("%s: the engine did not recover: backlog %+v (%v)", pos, b, err))
 	return -1
 }
 

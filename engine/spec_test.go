@@ -73,7 +73,8 @@ type spec struct {
 	// (settle, state, calls, finding a work item): ctx, or under the
 	// fault suite ctx exempt from faults.
 	look      context.Context
-	faulty    bool // the fault suite runs the script: see startEngine
+	faulty    bool   // the fault suite runs the script: see startEngine
+	heal      func() // under the fault suite: ends an outage before the script waits or retries
 	db        *gorm.DB
 	clock     *timer.Fake
 	cfg       engine.Config
@@ -142,6 +143,9 @@ func (s *spec) startEngine() {
 		}
 		if !s.faulty || attempt == 3 {
 			require.NoError(s.t, err)
+		}
+		if s.heal != nil {
+			s.heal() // the host waits for the database to come back
 		}
 	}
 }
@@ -551,8 +555,12 @@ func (s *spec) settle() {
 		require.NoError(s.t, s.e.WaitQuiet(s.look))
 		return
 	}
-	// Under the fault suite an engine that never goes quiet is a
-	// finding: say what it still has to do rather than hang.
+	// Under the fault suite an outage ends when the script waits, and
+	// an engine that never goes quiet is a finding: say what it still
+	// has to do rather than hang.
+	if s.heal != nil {
+		s.heal()
+	}
 	ctx, cancel := context.WithTimeout(s.look, 20*time.Second)
 	defer cancel()
 	if err := s.e.WaitQuiet(ctx); err != nil {

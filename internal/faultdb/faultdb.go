@@ -95,6 +95,10 @@ type Fault struct {
 	// Sticky makes every operation of its kind from At on fail, until
 	// Clear: an outage rather than a blip.
 	Sticky bool
+	// Outage makes the database go away when the fault strikes: from
+	// then on every statement, BEGIN and COMMIT fails with Err, until
+	// Clear.
+	Outage bool
 	// Query, when set, narrows the fault to the statements whose text
 	// contains it (Statement), or to the transactions that ran such a
 	// statement (Begin never matches; Commit, AfterCommit): only those
@@ -127,6 +131,7 @@ type Injector struct {
 	counts map[Kind]int64
 	faults []armed
 	hits   map[Kind]int64
+	down   error // an outage's error, until Clear
 }
 
 // armed is a Fault with the operations it has seen since it was armed.
@@ -166,26 +171,32 @@ func (in *Injector) FailCommit(err error) { in.Arm(Fault{Kind: Commit, At: 1, Er
 // connection with err.
 func (in *Injector) FailAfterCommit(err error) { in.Arm(Fault{Kind: AfterCommit, At: 1, Err: err}) }
 
-// Outage makes every statement, BEGIN and COMMIT fail with err until
-// Clear.
-func (in *Injector) Outage(err error) {
-	for _, k := range []Kind{Statement, Begin, Commit} {
-		in.Arm(Fault{Kind: k, At: 1, Err: err, Sticky: true})
-	}
+// Outage makes every statement, BEGIN and COMMIT fail with err from the
+// nth statement from now on, until Clear.
+func (in *Injector) Outage(n int64, err error) {
+	in.Arm(Fault{Kind: Statement, At: n, Err: err, Outage: true})
 }
 
-// Clear disarms every fault.
+// Clear disarms every fault and ends an outage.
 func (in *Injector) Clear() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.faults = nil
+	in.faults, in.down = nil, nil
 }
 
-// Armed reports whether a fault is armed.
+// Armed reports whether a fault is armed or an outage goes on.
 func (in *Injector) Armed() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return len(in.faults) > 0
+	return len(in.faults) > 0 || in.down != nil
+}
+
+// Down reports whether an outage goes on (Fault.Outage struck and no
+// Clear since).
+func (in *Injector) Down() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.down != nil
 }
 
 // Stats returns the counts so far.
@@ -211,6 +222,10 @@ func (in *Injector) strike(ctx context.Context, k Kind, ran func(query string) b
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.counts[k]++
+	if in.down != nil {
+		in.hits[k]++
+		return &Fault{Kind: k, Err: in.down}
+	}
 	var struck *Fault
 	for i := 0; i < len(in.faults); i++ {
 		f := &in.faults[i]
@@ -224,6 +239,9 @@ func (in *Injector) strike(ctx context.Context, k Kind, ran func(query string) b
 		fault := f.Fault
 		struck = &fault
 		in.hits[f.Kind]++
+		if f.Outage {
+			in.down = f.Err
+		}
 		if !f.Sticky {
 			in.faults = append(in.faults[:i], in.faults[i+1:]...)
 			i--

@@ -188,15 +188,16 @@ func TestBrokenConnectionRollsBack(t *testing.T) {
 func TestOutageUntilClear(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, db *gorm.DB, in *faultdb.Injector, dialect string) {
-		in.Outage(faultdb.Deadlock(dialect))
+		in.Outage(2, faultdb.ConnectionLost(dialect))
+		require.NoError(t, db.Exec("INSERT INTO t (v) VALUES (1)").Error)
 		for range 3 {
 			require.Error(t, db.Exec("INSERT INTO t (v) VALUES (1)").Error)
 			require.Error(t, db.Transaction(func(tx *gorm.DB) error { return nil }))
 		}
 		in.Clear()
 		require.NoError(t, db.Exec("INSERT INTO t (v) VALUES (2)").Error)
-		require.Equal(t, []int{2}, rows(t, db))
-		require.Equal(t, int64(6), in.Stats().Total())
+		require.Equal(t, []int{1, 2}, rows(t, db))
+		require.GreaterOrEqual(t, in.Stats().Total(), int64(6))
 	})
 }
 
