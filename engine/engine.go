@@ -415,12 +415,12 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e.timers, err = timer.NewService(timer.ServiceConfig{
-		Store:   e.store,
-		Clock:   cfg.Clock,
+		Store:    e.store,
+		Clock:    cfg.Clock,
 		Fire:     e.fireTimers,
 		Transact: e.fireTx,
 		MaxWait:  cfg.TimerPollInterval,
-		Logger:  cfg.Logger,
+		Logger:   cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"hash/fnv"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -104,6 +104,7 @@ func TestSpecFaults(t *testing.T) {
 			t.Cleanup(func() { t.Log(tally.report(d.name)) })
 			for _, path := range scripts {
 				name, _ := filepath.Rel(specDir, path)
+				//nolint:paralleltest // one script at a time: each run has a database and an engine of its own, and the faulted runs need the reference run first
 				t.Run(name, func(t *testing.T) {
 					ref := runSpecFaulted(t, d.open, d.dialect, path, nil, nil)
 					require.Empty(t, ref.problems, "illegal states without a fault")
@@ -114,6 +115,7 @@ func TestSpecFaults(t *testing.T) {
 					tally.statements += ref.stats.Statements
 					tally.mu.Unlock()
 					for _, f := range planFaults(ref.stats, d.dialect, name, per) {
+						//nolint:paralleltest // see above
 						t.Run(f.name, func(t *testing.T) {
 							got := runSpecFaulted(t, d.open, d.dialect, path, &f.fault, ref)
 							tally.mu.Lock()
