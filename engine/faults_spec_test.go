@@ -369,6 +369,7 @@ func struckKinds(before, after faultdb.Stats) []faultdb.Kind {
 func (s *spec) recoverFaults(want int64, problems *[]string, pos string) int64 {
 	step := 50 * time.Millisecond
 	for range 14 {
+		s.heal() // an outage that began after the command ends now
 		// Quiet, or waiting on the clock: events held in memory for
 		// a retry (the outage kept the database from recording it)
 		// count as available until their backoff has passed.
