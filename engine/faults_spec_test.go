@@ -256,10 +256,10 @@ type specFaultRun struct {
 func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gorm.DB, dialect, path string, fault *faultdb.Fault, ref *specFaultRun) *specFaultRun {
 	t.Helper()
 	in := faultdb.New()
-	if fault != nil {
-		in.Arm(*fault)
-	}
 	db := open(t, in.OpenOpts())
+	if fault != nil {
+		in.Arm(*fault) // from here: a fault in opening the database is not the engine's
+	}
 	logs := &syncBuffer{}
 	s := newSpecWith(t, db, func(s *spec) {
 		s.faulty = true
