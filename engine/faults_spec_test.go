@@ -24,6 +24,7 @@ import (
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/internal/faultdb"
+	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -37,12 +38,16 @@ import (
 // COMMIT of the script, one run each (hours).
 const FaultsEnv = "GOXPDL_FAULTS"
 
+// FaultsDebugEnv, set to anything, makes every run of the fault suite log
+// the engine's log and each command a fault failed.
+const FaultsDebugEnv = "GOXPDL_FAULTS_DEBUG"
+
 // defaultFaults is how many faults each script gets when FaultsEnv is
 // not set, of kinds drawn at random: the suite's share of make test. A
 // run on MySQL costs ten times one on SQLite (a database is created and
 // migrated for each), so it gets one.
 func defaultFaults(dialect string) int {
-	if dialect == "mysql" {
+	if dialect == store.DialectMySQL {
 		return 1
 	}
 	return 2
@@ -113,7 +118,7 @@ func TestSpecFaults(t *testing.T) {
 				name, _ := filepath.Rel(specDir, path)
 				//nolint:paralleltest // one script at a time: each run has a database and an engine of its own, and the faulted runs need the reference run first
 				t.Run(name, func(t *testing.T) {
-					ref := runSpecFaulted(t, d.open, d.dialect, path, nil, nil)
+					ref := runSpecFaulted(t, d.open, path, nil, nil)
 					require.Empty(t, ref.problems, "illegal states without a fault")
 					tally.mu.Lock()
 					tally.scripts++
@@ -124,7 +129,7 @@ func TestSpecFaults(t *testing.T) {
 					for _, f := range planFaults(ref.stats, d.dialect, name, per) {
 						//nolint:paralleltest // see above
 						t.Run(f.name, func(t *testing.T) {
-							got := runSpecFaulted(t, d.open, d.dialect, path, &f.fault, ref)
+							got := runSpecFaulted(t, d.open, path, &f.fault, ref)
 							tally.mu.Lock()
 							tally.runs++
 							tally.statements += got.stats.Statements
@@ -237,7 +242,7 @@ func planFaults(st faultdb.Stats, dialect, script string, per int) []plannedFaul
 const outage faultdb.Kind = "outage"
 
 func conflictName(dialect string) string {
-	if dialect == "mysql" {
+	if dialect == store.DialectMySQL {
 		return "deadlock"
 	}
 	return "busy"
@@ -253,7 +258,7 @@ type specFaultRun struct {
 
 // runSpecFaulted runs the script at path on a fresh database with fault
 // armed (none for the reference run); ref is the reference run's record.
-func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gorm.DB, dialect, path string, fault *faultdb.Fault, ref *specFaultRun) *specFaultRun {
+func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gorm.DB, path string, fault *faultdb.Fault, ref *specFaultRun) *specFaultRun {
 	t.Helper()
 	in := faultdb.New()
 	db := open(t, in.OpenOpts())
@@ -269,10 +274,10 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 			}
 		}
 		s.look = faultdb.Exempt(s.ctx)
-		s.cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		s.cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("FAULTS_DEBUG") != "" {
+		if t.Failed() || os.Getenv(FaultsDebugEnv) != "" {
 			t.Logf("the engine's log:\n%s", logs.String())
 		}
 	})
@@ -285,7 +290,7 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 		before := in.Stats()
 		err := s.do(d, &out)
 		s.heal()
-		if err != nil && os.Getenv("FAULTS_DEBUG") != "" {
+		if err != nil && os.Getenv(FaultsDebugEnv) != "" {
 			t.Logf("%s: %s: %v (faults %v)", d.Pos, d.Cmd, err, struckKinds(before, in.Stats()))
 		}
 		if err != nil && !refused(d.Expected) {
@@ -297,7 +302,7 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 				// host tries again.
 				in.Clear()
 				err := s.do(d, &out)
-				if os.Getenv("FAULTS_DEBUG") != "" {
+				if os.Getenv(FaultsDebugEnv) != "" {
 					t.Logf("%s: %s again: %v (current %d)", d.Pos, d.Cmd, err, s.current)
 				}
 				if err != nil {
