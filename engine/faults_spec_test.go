@@ -75,6 +75,9 @@ type faultTally struct {
 	mu                                  sync.Mutex
 	scripts, commands, runs, statements int64
 	injected                            map[string]int64 // by kind and error
+	// slow counts the runs whose recovery needed the clock moved on by
+	// more than a retry's first backoffs (over a second), by kind.
+	slow map[string]int64
 }
 
 func (ft *faultTally) add(key string) {
@@ -112,7 +115,7 @@ func TestSpecFaults(t *testing.T) {
 				dbtest.MySQLDSN(t)
 			}
 			per := faultsPerKind(t, d.dialect)
-			tally := &faultTally{injected: map[string]int64{}}
+			tally := &faultTally{injected: map[string]int64{}, slow: map[string]int64{}}
 			t.Cleanup(func() { t.Log(tally.report(d.name)) })
 			for _, path := range scripts {
 				name, _ := filepath.Rel(specDir, path)
@@ -136,6 +139,12 @@ func TestSpecFaults(t *testing.T) {
 							tally.mu.Unlock()
 							if got.stats.Total() > 0 {
 								tally.add(f.key)
+							}
+							if got.slowest > time.Second {
+								tally.mu.Lock()
+								tally.slow[f.key]++
+								tally.mu.Unlock()
+								t.Logf("recovery moved the clock on by %s", got.slowest)
 							}
 							require.Empty(t, got.problems, "illegal states after the fault")
 							require.Equal(t, ref.outcome, got.outcome, "the outcome differs from the run without faults")
@@ -161,6 +170,9 @@ func (ft *faultTally) report(db string) string {
 	fmt.Fprintf(&b, "%s: %d scripts, %d commands, %d runs, %d statements, %d faults injected:", db, ft.scripts, ft.commands, ft.runs, ft.statements, total)
 	for _, k := range keys {
 		fmt.Fprintf(&b, " %s=%d", k, ft.injected[k])
+	}
+	if len(ft.slow) > 0 {
+		fmt.Fprintf(&b, "; recovered only after the clock moved on by more than a second: %v", ft.slow)
 	}
 	return b.String()
 }
@@ -252,6 +264,10 @@ func conflictName(dialect string) string {
 type specFaultRun struct {
 	stats    faultdb.Stats
 	waiting  []int64  // events waiting for a backoff after each command
+	// slowest is the longest the fake clock had to move on for the
+	// engine to recover from the fault: a retry's backoff, or a claim's
+	// lease when nothing let go of it sooner.
+	slowest time.Duration
 	outcome  string   // where every instance ended up, canonically
 	problems []string // illegal states seen
 }
@@ -314,7 +330,9 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 		if ref != nil && i < len(ref.waiting) {
 			want = ref.waiting[i]
 		}
-		run.waiting = append(run.waiting, s.recoverFaults(want, &run.problems, d.Pos))
+		left, moved := s.recoverFaults(want, &run.problems, d.Pos)
+		run.waiting = append(run.waiting, left)
+		run.slowest = max(run.slowest, moved)
 		run.problems = append(run.problems, s.legal(d.Pos)...)
 		s.takeRecords()
 		s.aliasInstances()
@@ -389,8 +407,9 @@ func struckKinds(before, after faultdb.Stats) []faultdb.Kind {
 // wait for a retry's backoff than in the run without faults, the fake
 // clock moves on by the engine's backoff (50ms, doubling) so that the
 // retries run. It returns the events left waiting.
-func (s *spec) recoverFaults(want int64, problems *[]string, pos string) int64 {
+func (s *spec) recoverFaults(want int64, problems *[]string, pos string) (int64, time.Duration) {
 	step := 50 * time.Millisecond
+	var moved time.Duration
 	for range 14 {
 		s.heal() // an outage that began after the command ends now
 		// Quiet, or waiting on the clock: events held in memory for
@@ -403,15 +422,16 @@ func (s *spec) recoverFaults(want int64, problems *[]string, pos string) int64 {
 			b, err := s.e.Backlog(s.look)
 			require.NoError(s.t, err)
 			if b.EventsWaiting <= want {
-				return b.EventsWaiting
+				return b.EventsWaiting, moved
 			}
 		}
 		s.clock.Advance(step)
+		moved += step
 		step *= 2
 	}
 	b, err := s.e.Backlog(s.look)
 	*problems = append(*problems, fmt.Sprintf("%s: the engine did not recover: backlog %+v (%v)", pos, b, err))
-	return -1
+	return -1, moved
 }
 
 // legal checks that every instance is in a state the engine's rules

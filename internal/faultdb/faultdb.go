@@ -21,9 +21,17 @@
 //   - a failed COMMIT rolls the transaction back; an after-commit fault
 //     commits first, then breaks the connection and returns its error.
 //
-// A statement fault fires before the statement reaches the database.
-// Operations under a context marked with Exempt are neither counted nor
-// failed: a test's own look at the database.
+// A statement fault fires before the statement reaches the database. An
+// outage (Fault.Outage, Injector.Outage) fails everything from its
+// statement on until Clear. Fault.Query narrows a fault to the statements,
+// or the transactions, that ran a given text. Operations under a context
+// marked with Exempt are neither counted nor failed: a test's own look at
+// the database.
+//
+// Open opens a database as gormstore does with an Injector in it; a test
+// on the store's test databases passes Injector.OpenOpts to
+// dbtest.OpenSQLiteOpts or OpenMySQLOpts. docs/recovery.md describes the
+// suites that use it.
 //
 // The wrapper is written here rather than taken from a driver-middleware
 // library: github.com/ngrok/sqlmw wraps drivers registered by name, not
