@@ -262,12 +262,12 @@ func conflictName(dialect string) string {
 
 // specFaultRun is what one run of a script under the fault suite saw.
 type specFaultRun struct {
-	stats    faultdb.Stats
-	waiting  []int64  // events waiting for a backoff after each command
+	stats   faultdb.Stats
+	waiting []int64 // events waiting for a backoff after each command
 	// slowest is the longest the fake clock had to move on for the
 	// engine to recover from the fault: a retry's backoff, or a claim's
 	// lease when nothing let go of it sooner.
-	slowest time.Duration
+	slowest  time.Duration
 	outcome  string   // where every instance ended up, canonically
 	problems []string // illegal states seen
 }
