@@ -144,6 +144,16 @@ crash-test: ## crash test by hand: 1,000 instances, 20 kills; SQLite, then MySQL
 # cores, and at most its kills (5 x 2 s) plus a final run of 80 s (40 s
 # without any state change counts as a hang, and the hung node's
 # goroutines are summarised in the report).
+# The fault suite (docs/recovery.md): FAULTS faults of each kind per
+# spec script (a number, or "all" for every statement, BEGIN and COMMIT:
+# hours). make test runs it with two faults per script, of kinds drawn
+# at random.
+FAULTS ?= 5
+
+.PHONY: fault-test
+fault-test: ## the fault suite over the spec and host transactions, FAULTS of each kind per script (FAULTS=all: every place)
+	GOXPDL_FAULTS=$(FAULTS) go test -race -count=1 -timeout 0 -run 'TestSpecFaults|TestHostTxFaults|TestAmbiguousCommit' -v ./engine | grep -E '^(---|ok|FAIL|PASS)|faults injected|statements in the host'
+
 .PHONY: crash-test-short
 crash-test-short: ## crash test for CI: 200 instances, 5 kills on SQLite, and on MySQL when GOXPDL_MYSQL_DSN is set
 	go build -o bin/crashtest ./internal/crashtest

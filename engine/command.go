@@ -424,6 +424,11 @@ func (e *Engine) commandTx(ctx context.Context, ids []int64, errs []error, op Op
 		for _, id := range ids {
 			e.instances.forget(id)
 		}
+		for _, r := range runs[:n] {
+			if r != nil {
+				e.bus.Abandon(ctx, r.published) // the commit may have gone through (see transactAs)
+			}
+		}
 		return 0, err
 	}
 	for i, r := range runs[:n] {

@@ -456,11 +456,12 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e.timers, err = timer.NewService(timer.ServiceConfig{
-		Store:   e.store,
-		Clock:   cfg.Clock,
-		Fire:    e.fireTimers,
-		MaxWait: cfg.TimerPollInterval,
-		Logger:  cfg.Logger,
+		Store:    e.store,
+		Clock:    cfg.Clock,
+		Fire:     e.fireTimers,
+		Transact: e.fireTx,
+		MaxWait:  cfg.TimerPollInterval,
+		Logger:   cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -221,6 +221,13 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			}
 		}
 		if err != nil {
+			if hostTx == nil && r != nil {
+				// The events this run published are claimed by this
+				// node; if the error hides a commit that went through
+				// (a connection lost during COMMIT), they are in the
+				// outbox and must not wait out their lease.
+				e.bus.Abandon(ctx, r.published)
+			}
 			return err
 		}
 		if !r.nextDue.IsZero() {

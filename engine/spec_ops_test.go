@@ -67,7 +67,7 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 				user = a.Vals[0]
 			}
 		}
-		items, err := workItemsOf(s.ctx, s.e, engine.WorkItemFilter{Instance: id, States: []workitem.State{workitem.Completed}})
+		items, err := workItemsOf(s.look, s.e, engine.WorkItemFilter{Instance: id, States: []workitem.State{workitem.Completed}})
 		if err != nil {
 			return true, err
 		}
@@ -111,7 +111,7 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 	case "batch":
 		return true, s.batch(engine.BatchAction(first()), op, out)
 	case "incidents":
-		page, err := s.e.Incidents(s.ctx, engine.IncidentFilter{})
+		page, err := s.e.Incidents(s.look, engine.IncidentFilter{})
 		if err != nil {
 			return true, err
 		}
@@ -183,7 +183,7 @@ func (s *spec) batch(action engine.BatchAction, op engine.Op, out *strings.Build
 // openActivity is the id of the latest instance of activity def of
 // process instance id that has not completed.
 func (s *spec) openActivity(id int64, def string) (int64, error) {
-	acts, err := activitiesOf(s.ctx, s.e, id)
+	acts, err := activitiesOf(s.look, s.e, id)
 	if err != nil {
 		return 0, err
 	}

@@ -68,8 +68,14 @@ var specEpoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 
 // spec is one script's engine and what the script has named so far.
 type spec struct {
-	t         *testing.T
-	ctx       context.Context
+	t   *testing.T
+	ctx context.Context
+	// look is the context of the script's own reads of the database
+	// (settle, state, calls, finding a work item): ctx, or under the
+	// fault suite ctx exempt from faults.
+	look      context.Context
+	faulty    bool   // the fault suite runs the script: see startEngine
+	heal      func() // under the fault suite: ends an outage before the script waits or retries
 	db        *gorm.DB
 	clock     *timer.Fake
 	cfg       engine.Config
@@ -101,7 +107,13 @@ type specApp struct {
 }
 
 func newSpec(t *testing.T, db *gorm.DB) *spec {
-	s := &spec{t: t, ctx: t.Context(), db: db, clock: timer.NewFake(specEpoch), apps: map[string]*specApp{}, callCount: map[string]int{}}
+	return newSpecWith(t, db, nil)
+}
+
+// newSpecWith is newSpec with prepare run on the spec before its engine
+// starts (the fault suite's settings).
+func newSpecWith(t *testing.T, db *gorm.DB, prepare func(*spec)) *spec {
+	s := &spec{t: t, ctx: t.Context(), look: t.Context(), db: db, clock: timer.NewFake(specEpoch), apps: map[string]*specApp{}, callCount: map[string]int{}}
 	s.cfg = engine.Config{
 		DB:           db,
 		Clock:        s.clock,
@@ -112,33 +124,66 @@ func newSpec(t *testing.T, db *gorm.DB) *spec {
 		// moment a script can name: scripts sweep with "recover".
 		RescueInterval: -1,
 	}
-	require.NoError(t, db.Exec("CREATE TABLE spec_calls (app VARCHAR(64) NOT NULL, activity VARCHAR(64) NOT NULL)").Error)
+	if prepare != nil {
+		prepare(s)
+	}
+	require.NoError(t, db.WithContext(s.look).Exec("CREATE TABLE spec_calls (app VARCHAR(64) NOT NULL, activity VARCHAR(64) NOT NULL)").Error)
 	s.startEngine()
 	t.Cleanup(s.stopEngine)
 	return s
 }
 
+// startEngine starts a new engine on the spec's database. Under the
+// fault suite a start that fails (a fault struck New's migration or
+// Start's registration) is tried again, as a host would.
 func (s *spec) startEngine() {
+	for attempt := 1; ; attempt++ {
+		err := s.tryStartEngine()
+		if err == nil {
+			return
+		}
+		if !s.faulty || attempt == 3 {
+			require.NoError(s.t, err)
+		}
+		if s.heal != nil {
+			s.heal() // the host waits for the database to come back
+		}
+	}
+}
+
+func (s *spec) tryStartEngine() error {
 	e, err := engine.New(s.cfg)
-	require.NoError(s.t, err)
+	if err != nil {
+		return err
+	}
 	for name := range s.apps {
 		e.RegisterApplication(name, s.application(name))
 	}
-	s.unsub = e.Subscribe(func(r engine.Record) {
+	unsub := e.Subscribe(func(r engine.Record) {
 		s.mu.Lock()
 		s.records = append(s.records, r)
 		s.mu.Unlock()
 	})
-	require.NoError(s.t, e.Start(s.ctx))
-	s.e = e
+	if err := e.Start(s.ctx); err != nil {
+		unsub()
+		_ = e.Stop(context.Background())
+		return err
+	}
+	s.e, s.unsub = e, unsub
+	return nil
 }
 
+// stopEngine stops the engine. Under the fault suite a Stop that a fault
+// struck (releasing the node's claims) may fail: the next start takes
+// the claims over.
 func (s *spec) stopEngine() {
 	if s.e == nil {
 		return
 	}
 	s.unsub()
-	require.NoError(s.t, s.e.Stop(context.Background()))
+	if err := s.e.Stop(context.Background()); !s.faulty {
+		require.NoError(s.t, err)
+	}
 	s.e = nil
 }
 
@@ -350,6 +395,11 @@ func (s *spec) start(d *datadriven.TestData) error {
 			opts.TextVariables[a.Key] = strings.Join(a.Vals, ",")
 		}
 	}
+	if s.faulty && opts.IdempotencyKey == "" {
+		// The fault suite tries a start again after an error whose
+		// commit it cannot know: the key makes that safe, as for a host.
+		opts.IdempotencyKey = "spec:" + d.Pos
+	}
 	var id int64
 	var err error
 	if lost {
@@ -388,7 +438,7 @@ func (s *spec) complete(d *datadriven.TestData) error {
 		}
 	}
 	id := s.instance(d)
-	items, err := workItemsOf(s.ctx, s.e, openItemsOf(id))
+	items, err := workItemsOf(s.look, s.e, openItemsOf(id))
 	if err != nil {
 		return err
 	}
@@ -528,7 +578,25 @@ func (s *spec) itemName(id int64) string {
 // queued or running, none in the outbox available, no timer due. Work
 // waiting for people, later timers or a retry's backoff does not count.
 func (s *spec) settle() {
-	require.NoError(s.t, s.e.WaitQuiet(s.ctx))
+	if !s.faulty {
+		require.NoError(s.t, s.e.WaitQuiet(s.look))
+		return
+	}
+	// Under the fault suite an outage ends when the script waits, and
+	// an engine that never goes quiet is a finding: say what it still
+	// has to do rather than hang.
+	if s.heal != nil {
+		s.heal()
+	}
+	ctx, cancel := context.WithTimeout(s.look, 20*time.Second)
+	defer cancel()
+	if err := s.e.WaitQuiet(ctx); err != nil {
+		b, berr := s.e.Backlog(s.look)
+		var events []map[string]any
+		_ = s.db.WithContext(s.look).Raw("SELECT id, process_instance_id, kind, attempts, available_at, claimed_by, claimed_until, processed_at FROM goxpdl_events WHERE processed_at IS NULL").Scan(&events).Error
+		s.t.Fatalf("the engine never went quiet (%v): backlog %+v (%v), bus %+v, timers %+v, now %s, unprocessed events %v",
+			err, b, berr, s.e.Stats(), nil, s.clock.Now(), events)
+	}
 }
 
 func (s *spec) takeRecords() []engine.Record {
@@ -625,7 +693,7 @@ func firstLine(s string) string {
 // state prints where an instance stands: state [instance=pN].
 func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 	id := s.instance(d)
-	pi, err := s.e.Instance(s.ctx, id)
+	pi, err := s.e.Instance(s.look, id)
 	if err != nil {
 		return err
 	}
@@ -637,7 +705,7 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 	if pi.Diagnosis != "" {
 		fmt.Fprintf(out, "  diagnosis: %s\n", pi.Diagnosis)
 	}
-	acts, err := activitiesOf(s.ctx, s.e, id)
+	acts, err := activitiesOf(s.look, s.e, id)
 	if err != nil {
 		return err
 	}
@@ -651,21 +719,21 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 		}
 		out.WriteByte('\n')
 	}
-	items, err := workItemsOf(s.ctx, s.e, engine.WorkItemFilter{Instance: id})
+	items, err := workItemsOf(s.look, s.e, engine.WorkItemFilter{Instance: id})
 	if err != nil {
 		return err
 	}
 	for _, wi := range items {
 		fmt.Fprintf(out, "  workitem %s %s %s\n", s.itemName(wi.ID), wi.Activity, wi.State)
 	}
-	timers, err := timersOf(s.ctx, s.e, id)
+	timers, err := timersOf(s.look, s.e, id)
 	if err != nil {
 		return err
 	}
 	for _, tm := range timers {
 		fmt.Fprintf(out, "  timer %s %s due=%s\n", strings.TrimSpace(string(tm.Kind)+" "+tm.Key), tm.State, relative(tm.DueAt))
 	}
-	vars, err := s.e.Variables(s.ctx, id)
+	vars, err := s.e.Variables(s.look, id)
 	if err != nil {
 		return err
 	}
@@ -694,7 +762,7 @@ func (s *spec) calls(out *strings.Builder) error {
 	}
 	s.mu.Unlock()
 	var rows []struct{ App, Activity string }
-	if err := s.db.WithContext(s.ctx).Raw("SELECT app, activity FROM spec_calls ORDER BY app, activity").Scan(&rows).Error; err != nil {
+	if err := s.db.WithContext(s.look).Raw("SELECT app, activity FROM spec_calls ORDER BY app, activity").Scan(&rows).Error; err != nil {
 		return err
 	}
 	for _, r := range rows {

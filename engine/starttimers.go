@@ -166,6 +166,7 @@ func (e *Engine) fireStartTimer(ctx context.Context, tx store.Tx, t store.Timer)
 	if err := child.flush(false); err != nil {
 		return nil, err
 	}
+	firedEvents(ctx, child.published)
 	var next time.Time
 	if c, ok := e.startCycle(ev); ok {
 		if due, fired, more := c.Upcoming(p.Since, t.Count+1, child.now); more {

@@ -228,6 +228,11 @@ func (r *run) startSubflow(a *act) error {
 // parameters come back and the activity completes; a child that was
 // terminated or deadlocked leaves the activity Abnormal.
 func (r *run) subprocessEnded(activityID, childID int64) error {
+	if r.state().IsFinal() {
+		// The parent ended first (terminated, which terminated the
+		// child in turn): its Waiting activity stays as it was.
+		return nil
+	}
 	a := r.activity(activityID)
 	if a == nil || a.row.State != string(wftype.ActivityWaiting) || a.def.SubFlow == nil {
 		return nil // already handled, or the process moved on

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -148,5 +149,30 @@ func TestBlockActivityRunsItsSetInOneTransaction(t *testing.T) {
 		var n int64
 		require.NoError(t, db.Raw("SELECT COUNT(*) FROM business").Scan(&n).Error)
 		require.Equal(t, int64(1), n, "the first run's write rolled back with the set's transaction")
+	})
+}
+
+// TestTerminatedParentDropsChildsEnd: terminating a parent terminates its
+// running subflow, whose end comes back to the parent as an event. The
+// parent is Terminated by then; the event has nothing to do and is done.
+// It used to fail (the Waiting activity cannot go Abnormal in a finished
+// process) and be retried forever, a minute apart, found by the fault
+// suite (TestSpecFaults), whose recovery moves the clock on.
+func TestTerminatedParentDropsChildsEnd(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		t.Parallel()
+		h := newHarness(t, db).start()
+		src, err := os.ReadFile("../testdata/patterns/wcp20-cancel-case.xpdl")
+		require.NoError(t, err)
+		dep := h.deploy(string(src))
+		id := h.startProcess(dep.PackageID, "main", nil)
+		require.NoError(t, h.e.WaitQuiet(h.ctx))
+		require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
+		require.NoError(t, h.e.WaitQuiet(h.ctx))
+		b, err := h.e.Backlog(h.ctx)
+		require.NoError(t, err)
+		require.Zero(t, b.EventsAvailable+b.EventsWaiting, "an event is left to retry: %+v", b)
+		require.Equal(t, wftype.ProcessTerminated, h.instance(id).State)
 	})
 }

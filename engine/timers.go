@@ -424,6 +424,29 @@ func (r *run) timedProc() bool {
 	return r.proc != nil && r.dep != nil && r.dep.timed[r.proc.ID]
 }
 
+// firedKey keys, in the context of a timer firing's transaction
+// (fireTx), the events the firing published.
+type firedKey struct{}
+
+// fireTx is the timer service's Transact: the store's transaction, after
+// which a COMMIT that failed releases the claims of the events the firing
+// published, in case it went through (Bus.Abandon, as transactAs does).
+func (e *Engine) fireTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	var published []store.Event
+	err := e.store.InTx(context.WithValue(ctx, firedKey{}, &published), fn)
+	if err != nil {
+		e.bus.Abandon(ctx, published)
+	}
+	return err
+}
+
+// firedEvents notes events a timer firing published (see fireTx).
+func firedEvents(ctx context.Context, events []store.Event) {
+	if p, ok := ctx.Value(firedKey{}).(*[]store.Event); ok {
+		*p = append(*p, events...)
+	}
+}
+
 // fireTimers is the timer service's FireFunc: each fired timer becomes
 // a critical event of its process instance, in the transaction that
 // fired it, dispatched to this node after commit.
@@ -454,6 +477,7 @@ func (e *Engine) fireTimers(ctx context.Context, tx store.Tx, fired []store.Time
 		if published, err = e.bus.Publish(ctx, tx, events); err != nil {
 			return nil, err
 		}
+		firedEvents(ctx, published)
 	}
 	observe := e.observer != nil && len(fired) > 0
 	if len(published) == 0 && len(afters) == 0 && !observe {

@@ -241,6 +241,36 @@ func (b *Bus) Dispatch(events []store.Event) {
 	b.sink.Deliver(mine)
 }
 
+// Abandon gives up this node's pre-claims of events that Publish stored
+// in a transaction whose COMMIT failed: the caller cannot tell whether it
+// committed (a connection lost during COMMIT commits or not, unseen). If
+// it did, the events are in the outbox, claimed by this node, and nobody
+// (this node's poller included) would take them before their lease ends;
+// Abandon makes those that exist claimable at once and wakes the poller.
+// If it did not, there is nothing to release. Releasing is fenced by the
+// owner, and the handler's own fence (MarkEventsProcessedParams.Owner)
+// keeps an event from being processed twice whatever happens meanwhile.
+// A release the database refuses (still unreachable) is logged: the
+// events then wait out their lease, as they would have without Abandon.
+func (b *Bus) Abandon(ctx context.Context, events []store.Event) {
+	released := 0
+	for _, ev := range events {
+		if ev.ClaimedBy != b.owner || ev.ClaimedUntil == nil || ev.ID == 0 {
+			continue
+		}
+		err := b.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: ev.AvailableAt, Owner: b.owner})
+		if err != nil {
+			b.logger.Warn("eventbus: could not release the claims of a transaction whose commit failed; they wait out their lease",
+				"events", len(events), "err", err)
+			break
+		}
+		released++
+	}
+	if released > 0 {
+		b.Nudge()
+	}
+}
+
 // MaxHeld bounds how many events Redeliver keeps in memory at once.
 const MaxHeld = 10000
 

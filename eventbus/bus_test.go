@@ -536,3 +536,27 @@ func TestRedeliver(t *testing.T) {
 	require.NoError(t, b.bus.Stop(b.ctx))
 	require.False(t, b.bus.Redeliver(published[0], t0), "stopped")
 }
+
+// TestAbandon: events published in a transaction that committed while
+// its caller heard of a failure (an ambiguous COMMIT) are claimed by this
+// node and never dispatched; Abandon releases them and the next poll,
+// which it asks for, hands them over, long before their lease ends.
+// Events that were never stored (the commit had failed) are nothing to
+// release; events of other owners are not touched.
+func TestAbandon(t *testing.T) {
+	t.Parallel()
+	b := setup(t, eventbus.Config{})
+	b.start(t)
+	published := b.publish(t, store.Event{EventID: "committed", ProcessInstanceID: 1, Kind: "a"})
+	b.nudge()
+	b.sink.requireNone(t) // claimed by this node until the lease ends
+
+	armed := b.clock.TimerAdded()
+	b.bus.Abandon(b.ctx, append(published,
+		store.Event{ID: 999, EventID: "rolled-back", ClaimedBy: owner, ClaimedUntil: published[0].ClaimedUntil},
+		store.Event{ID: published[0].ID, EventID: "theirs", ClaimedBy: "other", ClaimedUntil: published[0].ClaimedUntil}))
+	<-armed
+	require.Equal(t, []string{"committed"}, eventIDs(b.sink.next(t)))
+	b.nudge()
+	b.sink.requireNone(t)
+}

@@ -53,7 +53,14 @@ func Each(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
 // OpenSQLite opens a new SQLite database file in a temporary directory.
 func OpenSQLite(tb testing.TB) *gorm.DB {
 	tb.Helper()
-	db, err := gormstore.OpenSQLite(filepath.Join(tb.TempDir(), "goxpdl.db"))
+	return OpenSQLiteOpts(tb, gormstore.OpenOpts{})
+}
+
+// OpenSQLiteOpts is OpenSQLite with gormstore's options (a connector
+// wrapper).
+func OpenSQLiteOpts(tb testing.TB, opts gormstore.OpenOpts) *gorm.DB {
+	tb.Helper()
+	db, err := gormstore.OpenSQLiteOpts(filepath.Join(tb.TempDir(), "goxpdl.db"), opts)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { closeDB(tb, db) })
 	return db
@@ -88,6 +95,13 @@ func MySQLDSN(tb testing.TB) string {
 // whatever the host's database says.
 func OpenMySQL(tb testing.TB) *gorm.DB {
 	tb.Helper()
+	return OpenMySQLOpts(tb, gormstore.OpenOpts{})
+}
+
+// OpenMySQLOpts is OpenMySQL with gormstore's options (a connector
+// wrapper).
+func OpenMySQLOpts(tb testing.TB, opts gormstore.OpenOpts) *gorm.DB {
+	tb.Helper()
 	cfg, err := gormstore.ParseMySQLDSN(MySQLDSN(tb))
 	require.NoError(tb, err)
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
@@ -103,7 +117,7 @@ func OpenMySQL(tb testing.TB) *gorm.DB {
 	})
 	cfg.DBName = name
 	cfg.ParseTime = false // OpenMySQL must add it
-	db, err := gormstore.OpenMySQL(cfg.FormatDSN())
+	db, err := gormstore.OpenMySQLOpts(cfg.FormatDSN(), opts)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { closeDB(tb, db) }) // runs before the DROP
 	return db

@@ -2,6 +2,8 @@ package gormstore
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -69,11 +71,38 @@ func gormConfig() *gorm.Config {
 //
 // Close the database with db.DB() and Close when done.
 func OpenSQLite(path string) (*gorm.DB, error) {
-	return openSQLite(path, sqliteBusyTimeout)
+	return openSQLite(path, sqliteBusyTimeout, OpenOpts{})
 }
 
-// openSQLite is OpenSQLite with the busy timeout given.
-func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
+// OpenOpts changes how OpenSQLiteOpts and OpenMySQLOpts open a database.
+// The zero value opens it as OpenSQLite and OpenMySQL do.
+type OpenOpts struct {
+	// WrapConnectorFunc, when set, wraps the database/sql connector of
+	// the driver (modernc.org/sqlite's through package sqlitedialect, or
+	// go-sql-driver/mysql's) before the pool opens over it: the place
+	// for instrumentation below GORM (tracing or counting statements) and
+	// for goxpdl's fault-injection tests (internal/faultdb). The wrapper
+	// must pass on the optional interfaces of the connections it makes
+	// (driver.ConnBeginTx, ExecerContext, QueryerContext, SessionResetter,
+	// Validator, ...), as database/sql uses them.
+	WrapConnectorFunc func(driver.Connector) driver.Connector
+}
+
+// wrap applies WrapConnectorFunc to c.
+func (o OpenOpts) wrap(c driver.Connector) driver.Connector {
+	if o.WrapConnectorFunc == nil {
+		return c
+	}
+	return o.WrapConnectorFunc(c)
+}
+
+// OpenSQLiteOpts is OpenSQLite with options.
+func OpenSQLiteOpts(path string, opts OpenOpts) (*gorm.DB, error) {
+	return openSQLite(path, sqliteBusyTimeout, opts)
+}
+
+// openSQLite is OpenSQLite with the busy timeout and options given.
+func openSQLite(path string, busyTimeout time.Duration, opts OpenOpts) (*gorm.DB, error) {
 	if path == "" {
 		return nil, errors.New("open sqlite: empty path")
 	}
@@ -89,8 +118,16 @@ func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 	q.Set("_txlock", "immediate")
 
 	// gorm.Open closes the pool itself when it fails.
-	db, err := gorm.Open(sqlitedialect.Open(path+"?"+q.Encode()), gormConfig())
+	dsn := path + "?" + q.Encode()
+	dialector := &sqlitedialect.Dialector{DSN: dsn}
+	if opts.WrapConnectorFunc != nil {
+		dialector.Conn = sql.OpenDB(opts.wrap(sqlitedialect.NewConnector(dsn, 0)))
+	}
+	db, err := gorm.Open(dialector, gormConfig())
 	if err != nil {
+		if pool, ok := dialector.Conn.(*sql.DB); ok {
+			_ = pool.Close()
+		}
 		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
 	}
 	sqlDB, err := db.DB()
@@ -144,6 +181,11 @@ func openSQLite(path string, busyTimeout time.Duration) (*gorm.DB, error) {
 //
 // Close the database with db.DB() and Close when done.
 func OpenMySQL(dsn string) (*gorm.DB, error) {
+	return OpenMySQLOpts(dsn, OpenOpts{})
+}
+
+// OpenMySQLOpts is OpenMySQL with options.
+func OpenMySQLOpts(dsn string, opts OpenOpts) (*gorm.DB, error) {
 	cfg, err := ParseMySQLDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -156,7 +198,7 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 	if !strings.Contains(dsn, "multiStatements=") {
 		cfg.MultiStatements = true
 	}
-	db, err := openMySQLSessions(cfg)
+	db, err := openMySQLSessions(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
@@ -175,10 +217,10 @@ func OpenMySQL(dsn string) (*gorm.DB, error) {
 // 11.1 call the session variable transaction_isolation, older MariaDB
 // tx_isolation; the server refuses the name it does not know (error
 // 1193) when the first connection is made, and the other name is tried.
-func openMySQLSessions(cfg *mysql.Config) (*gorm.DB, error) {
+func openMySQLSessions(cfg *mysql.Config, opts OpenOpts) (*gorm.DB, error) {
 	for _, name := range isolationParams {
 		if _, ok := cfg.Params[name]; ok {
-			return gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: cfg}), gormConfig())
+			return openMySQLConfig(cfg, opts)
 		}
 	}
 	var err error
@@ -189,7 +231,7 @@ func openMySQLSessions(cfg *mysql.Config) (*gorm.DB, error) {
 		}
 		c.Params[name] = "'READ-COMMITTED'"
 		var db *gorm.DB
-		db, err = gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: c}), gormConfig())
+		db, err = openMySQLConfig(c, opts)
 		if err == nil {
 			return db, nil
 		}
@@ -198,6 +240,25 @@ func openMySQLSessions(cfg *mysql.Config) (*gorm.DB, error) {
 		}
 	}
 	return nil, err
+}
+
+// openMySQLConfig opens cfg with GORM, through opts' connector wrapper
+// when there is one.
+func openMySQLConfig(cfg *mysql.Config, opts OpenOpts) (*gorm.DB, error) {
+	if opts.WrapConnectorFunc == nil {
+		return gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: cfg}), gormConfig())
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pool := sql.OpenDB(opts.wrap(connector))
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: cfg, Conn: pool}), gormConfig())
+	if err != nil {
+		_ = pool.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // mysqlUnknownSystemVariable is MySQL's error "Unknown system variable".

@@ -18,7 +18,7 @@ import (
 // SQLITE_BUSY.
 func TestWriteGateOutlastsTheBusyTimeout(t *testing.T) {
 	t.Parallel()
-	db, err := openSQLite(filepath.Join(t.TempDir(), "gate.db"), 20*time.Millisecond)
+	db, err := openSQLite(filepath.Join(t.TempDir(), "gate.db"), 20*time.Millisecond, OpenOpts{})
 	require.NoError(t, err)
 	t.Cleanup(func() { closeGorm(db) })
 	s, err := New(db)

@@ -58,10 +58,19 @@ func (c *connector) Driver() driver.Driver { return sqliteDriver() }
 // so a statement run again on the same connection skips SQLite's parser;
 // a negative cacheSize turns the cache off.
 func OpenDB(dsn string, cacheSize int) *sql.DB {
+	return sql.OpenDB(NewConnector(dsn, cacheSize))
+}
+
+// NewConnector returns the connector OpenDB opens its pool over: each
+// connection it makes keeps up to cacheSize prepared statements (as in
+// OpenDB). A caller that wraps it (instrumentation, fault injection)
+// opens the pool itself with sql.OpenDB and hands it to the dialector as
+// Dialector.Conn.
+func NewConnector(dsn string, cacheSize int) driver.Connector {
 	if cacheSize == 0 {
 		cacheSize = DefaultStatementCacheSize
 	}
-	return sql.OpenDB(&connector{dsn: dsn, cacheSize: cacheSize, plainTimes: plainTimes(dsn)})
+	return &connector{dsn: dsn, cacheSize: cacheSize, plainTimes: plainTimes(dsn)}
 }
 
 // plainTimes reports whether dsn keeps modernc.org/sqlite's default way of

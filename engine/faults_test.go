@@ -1,0 +1,106 @@
+package engine_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/internal/faultdb"
+	"github.com/goxpdl/goxpdl/timer"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
+)
+
+// TestAmbiguousCommitReleasesClaims: when the COMMIT of an event's
+// transaction goes through but the connection breaks before the engine
+// hears so, the events that transaction published (claimed by this node,
+// to be handed to its scheduler after the commit) are in the outbox. The
+// engine does not know it and hands nothing over; before the fix they
+// waited out their claim (EventLease, 30 s) and the instance stood still
+// that long. Now the engine releases those claims (Bus.Abandon) and the
+// instance moves on at once: here on a fake clock that never moves.
+func TestAmbiguousCommitReleasesClaims(t *testing.T) {
+	t.Parallel()
+	for _, d := range faultDialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			in := faultdb.New()
+			db := d.open(t, in.OpenOpts())
+			e, err := engine.New(engine.Config{
+				DB: db, Clock: timer.NewFake(specEpoch), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				// The poller runs only when nudged: its own commits do
+				// not come before the event's.
+				PollInterval: time.Hour, RescueInterval: -1,
+			})
+			require.NoError(t, err)
+			require.NoError(t, e.Start(t.Context()))
+			t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
+			quiet := faultdb.Exempt(t.Context())
+			_, err = e.Deploy(quiet, []byte(xpdltest.Package(ambiguousProcess)))
+			require.NoError(t, err)
+			id, err := e.StartProcess(quiet, engine.StartOptions{Package: "pkg"})
+			require.NoError(t, err)
+			require.NoError(t, e.WaitQuiet(quiet))
+			items, err := workItemsOf(quiet, e, openItemsOf(id))
+			require.NoError(t, err)
+			require.Len(t, items, 1)
+
+			offered := make(chan struct{})
+			unsub := e.Subscribe(func(r engine.Record) {
+				if r.Type == engine.RecordWorkItemCreated && r.Activity == "C" {
+					close(offered)
+				}
+			})
+			defer unsub()
+			// The completion's COMMIT goes through, then the
+			// connection breaks: the host gets an error it cannot
+			// read, and the event that starts B is in the outbox,
+			// claimed by this node.
+			in.Arm(faultdb.Fault{Kind: faultdb.AfterCommit, At: 1, Err: faultdb.ConnectionLost(d.dialect), Query: "goxpdl_work_items"})
+			_, err = e.CompleteWorkItem(t.Context(), items[0].ID, engine.Completion{User: "clerk1"})
+			require.Error(t, err)
+			require.Equal(t, int64(1), in.Stats().Injected[faultdb.AfterCommit])
+			// A guard, not a measurement: without the fix the instance
+			// waits for a lease the fake clock never reaches.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			select {
+			case <-offered:
+			case <-ctx.Done():
+				t.Fatal("the instance stood still after the ambiguous commit")
+			}
+			require.NoError(t, e.WaitQuiet(quiet))
+			pi, err := e.Instance(quiet, id)
+			require.NoError(t, err)
+			require.Equal(t, wftype.ProcessRunning, pi.State)
+			require.Equal(t, map[string]int{"A": 1, "B": 1, "C": 1}, startedOnce(t, e, id))
+		})
+	}
+}
+
+// ambiguousProcess is a work item, a route, and another work item.
+const ambiguousProcess = `<WorkflowProcess Id="p">
+  <Activities>
+    <Activity Id="A"><Implementation><No/></Implementation><Performer>clerk</Performer></Activity>
+    <Activity Id="B"><Route/></Activity>
+    <Activity Id="C"><Implementation><No/></Implementation><Performer>clerk</Performer></Activity>
+  </Activities>
+  <Transitions><Transition Id="t1" From="A" To="B"/><Transition Id="t2" From="B" To="C"/></Transitions>
+</WorkflowProcess>`
+
+// startedOnce counts the activity instances of each activity.
+func startedOnce(t *testing.T, e *engine.Engine, id int64) map[string]int {
+	t.Helper()
+	acts, err := activitiesOf(faultdb.Exempt(t.Context()), e, id)
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, a := range acts {
+		out[a.Activity]++
+	}
+	return out
+}
