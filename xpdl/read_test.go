@@ -245,7 +245,7 @@ func TestReadBuffer(t *testing.T) {
 
 	buf := bytes.NewBufferString(doc)
 	_, err = xpdl.Read(buf, &xpdl.ReadOpts{MaxBytes: int64(len(doc)) - 1})
-	syntaxError(t, err, xpdl.ErrTooLarge)
+	require.Equal(t, "limit", syntaxError(t, err, xpdl.ErrTooLarge).Problem().Code)
 	_, err = xpdl.Read(bytes.NewBufferString(doc), &xpdl.ReadOpts{MaxBytes: int64(len(doc))})
 	require.NoError(t, err, "at the limit")
 }

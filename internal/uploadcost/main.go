@@ -45,6 +45,7 @@ import (
 	"github.com/goxpdl/goxpdl/console"
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
@@ -64,15 +65,15 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	}
 	src, err := generate(*shape, *size)
 	if err != nil {
-		fmt.Fprintln(stderr, "uploadcost:", err)
+		_, _ = fmt.Fprintln(stderr, "uploadcost:", err)
 		return 2
 	}
 	m, err := measure(*mode, src, *lifted)
 	if err != nil {
-		fmt.Fprintln(stderr, "uploadcost:", err)
+		_, _ = fmt.Fprintln(stderr, "uploadcost:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "shape=%s size=%d mode=%s lifted=%v: %v, allocated %d MB, heap peak %d MB, resident peak %d MB; %s\n",
+	_, _ = fmt.Fprintf(stdout, "shape=%s size=%d mode=%s lifted=%v: %v, allocated %d MB, heap peak %d MB, resident peak %d MB; %s\n",
 		*shape, len(src), *mode, *lifted, m.elapsed.Round(time.Millisecond), m.allocated>>20, m.heapPeak>>20, m.rssPeak>>20, m.outcome)
 	return 0
 }
@@ -182,6 +183,9 @@ func chain(size int) []byte {
 	return b.Bytes()
 }
 
+// clock is what the measurement is timed by: the wall clock.
+var clock = timer.Real()
+
 // measured is what one upload cost.
 type measured struct {
 	elapsed                      time.Duration
@@ -243,13 +247,13 @@ func measure(mode string, src []byte, lifted bool) (measured, error) {
 	go func() {
 		defer close(sampled)
 		var m runtime.MemStats
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
 		for {
+			tick := clock.NewTimer(2 * time.Millisecond)
 			select {
 			case <-done:
+				tick.Stop()
 				return
-			case <-tick.C:
+			case <-tick.C():
 			}
 			runtime.ReadMemStats(&m)
 			if m.HeapInuse > peak.Load() {
@@ -257,7 +261,7 @@ func measure(mode string, src []byte, lifted bool) (measured, error) {
 			}
 		}
 	}()
-	start := time.Now()
+	start := clock.Now()
 	var out measured
 	switch mode {
 	case "upload":
@@ -282,7 +286,7 @@ func measure(mode string, src []byte, lifted bool) (measured, error) {
 	default:
 		return measured{}, fmt.Errorf("unknown mode %q (upload, deploy or read)", mode)
 	}
-	out.elapsed = time.Since(start)
+	out.elapsed = clock.Now().Sub(start)
 	close(done)
 	<-sampled
 	var after runtime.MemStats
