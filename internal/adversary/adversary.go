@@ -82,9 +82,11 @@ type Report struct {
 	// Instances is how many process instances the run started, Versions
 	// how many versions of its package it deployed, Restarts how many
 	// times it stopped the engine and started a new one, Bookings how many
-	// calls of the application committed, Checks how many instance checks
-	// it made.
-	Instances, Versions, Restarts, Bookings, Checks int
+	// business rows of the application committed (checked: one per pass
+	// through Book), Calls how many times the application wrote one (also
+	// in transactions rolled back and run again), Checks how many instance
+	// checks it made.
+	Instances, Versions, Restarts, Bookings, Calls, Checks int
 	// Duration is how long the run took on the real clock.
 	Duration time.Duration
 }
@@ -172,7 +174,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	real := timer.Real() // the report's duration is real time
 	began := real.Now()
 	err = r.run()
-	r.rep.Bookings = int(r.calls.Load())
 	if r.e != nil {
 		if serr := r.e.Stop(context.Background()); serr != nil && err == nil && !r.fault(serr) {
 			err = serr
@@ -237,6 +238,10 @@ func (r *runner) run() error {
 	}
 	r.rep.Instances = len(r.w.insts)
 	r.rep.Versions = len(r.w.deploys)
+	for _, in := range r.w.insts {
+		r.rep.Bookings += in.bookings
+	}
+	r.rep.Calls = int(r.calls.Load())
 	return nil
 }
 
