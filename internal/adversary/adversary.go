@@ -55,6 +55,14 @@ type Config struct {
 	FullCheckEvery int
 	// Logf, when set, receives every operation as it is made.
 	Logf func(format string, args ...any)
+	// Checking, when set, is called with true before the run waits for
+	// the engine to settle and reads its state back, and with false when
+	// it has. A fault injector may pause while checking is true: the
+	// checker's reads are not the system under test, and long waits such
+	// as Engine.WaitQuiet make many statements, any of which may fail
+	// (reads that fail with a fault are repeated, up to 1000 times).
+	// Pausing spares the engine's background work during the wait too.
+	Checking func(checking bool)
 }
 
 // Report says what a run did.
@@ -74,9 +82,11 @@ type Report struct {
 	// Instances is how many process instances the run started, Versions
 	// how many versions of its package it deployed, Restarts how many
 	// times it stopped the engine and started a new one, Bookings how many
-	// calls of the application committed, Checks how many instance checks
-	// it made.
-	Instances, Versions, Restarts, Bookings, Checks int
+	// business rows of the application committed (checked: one per pass
+	// through Book), Calls how many times the application wrote one (also
+	// in transactions rolled back and run again), Checks how many instance
+	// checks it made.
+	Instances, Versions, Restarts, Bookings, Calls, Checks int
 	// Duration is how long the run took on the real clock.
 	Duration time.Duration
 }
@@ -131,6 +141,9 @@ type runner struct {
 	// operation whose outcome is unknown; nil otherwise.
 	alts  []*world
 	calls atomic.Int64
+	// skew is how far settle has moved the clock on, in all, for events
+	// that wait for a retry's backoff (faults).
+	skew time.Duration
 }
 
 // Run makes cfg.Ops operations on engines over cfg.DB, each chosen by
@@ -161,9 +174,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	real := timer.Real() // the report's duration is real time
 	began := real.Now()
 	err = r.run()
-	r.rep.Bookings = int(r.calls.Load())
 	if r.e != nil {
-		if serr := r.e.Stop(context.Background()); serr != nil && err == nil {
+		if serr := r.e.Stop(context.Background()); serr != nil && err == nil && !r.fault(serr) {
 			err = serr
 		}
 	}
@@ -226,6 +238,10 @@ func (r *runner) run() error {
 	}
 	r.rep.Instances = len(r.w.insts)
 	r.rep.Versions = len(r.w.deploys)
+	for _, in := range r.w.insts {
+		r.rep.Bookings += in.bookings
+	}
+	r.rep.Calls = int(r.calls.Load())
 	return nil
 }
 
@@ -258,6 +274,7 @@ func (r *runner) startEngine() error {
 	}
 	e.RegisterApplication("book", r.book)
 	if err := e.Start(r.ctx); err != nil {
+		_ = e.Stop(context.Background()) // a fault may have stopped it half-way started
 		return fmt.Errorf("adversary: start engine: %w", err)
 	}
 	r.e = e
@@ -491,12 +508,18 @@ func (r *runner) restart(op Op, res *result) error {
 		}
 		res.ids = append(res.ids, id)
 	}
-	if err := r.e.Stop(r.ctx); err != nil {
+	// A fault as the engine leaves (releasing its claims) leaves them to
+	// their lease or to the next run of the node: the engine has stopped.
+	if err := r.e.Stop(r.ctx); err != nil && !r.fault(err) {
 		return err
 	}
 	r.e = nil
 	r.rep.Restarts++
-	return r.startEngine()
+	err := r.startEngine()
+	for tries := 0; r.fault(err) && tries < 20; tries++ {
+		err = r.startEngine()
+	}
+	return err
 }
 
 // together runs fn(0..n-1) on n goroutines released at once, and waits
@@ -629,6 +652,7 @@ func (r *runner) snapshot(op Op, exp expectation) (*state, error) {
 	if len(t) != 1 {
 		return nil, nil
 	}
+	defer r.checking()()
 	s := &state{id: r.w.insts[t[0]].id}
 	err := r.read(func() error {
 		pi, err := r.e.Instance(r.ctx, s.id)
@@ -647,6 +671,7 @@ func (r *runner) unchanged(before *state) (string, error) {
 	if before == nil {
 		return "", nil
 	}
+	defer r.checking()()
 	after := &state{id: before.id}
 	err := r.read(func() error {
 		pi, err := r.e.Instance(r.ctx, before.id)
@@ -683,10 +708,21 @@ func (r *runner) historyLen(id int64) (int, error) {
 	}
 }
 
-// read runs a read, again while it fails with a fault.
+// checking tells Config.Checking that the run reads the engine's state
+// back, and returns the func that tells it the run is done.
+func (r *runner) checking() func() {
+	if r.cfg.Checking == nil {
+		return func() {}
+	}
+	r.cfg.Checking(true)
+	return func() { r.cfg.Checking(false) }
+}
+
+// read runs a read, again while it fails with a fault (a long one, such
+// as WaitQuiet, makes many statements, and may meet a fault often).
 func (r *runner) read(fn func() error) error {
 	err := fn()
-	for tries := 0; r.fault(err) && tries < 50; tries++ {
+	for tries := 0; r.fault(err) && tries < 1000 && r.ctx.Err() == nil; tries++ {
 		err = fn()
 	}
 	return err
@@ -712,6 +748,7 @@ func (r *runner) settle() error {
 			return nil
 		}
 		r.clock.Advance(time.Second)
+		r.skew += time.Second
 		r.w.advance(time.Second)
 		for _, alt := range r.alts {
 			if alt != r.w {

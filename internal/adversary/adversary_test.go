@@ -81,6 +81,7 @@ func add(total *adversary.Report, rep adversary.Report) {
 	total.Versions += rep.Versions
 	total.Restarts += rep.Restarts
 	total.Bookings += rep.Bookings
+	total.Calls += rep.Calls
 	total.Checks += rep.Checks
 	total.Duration += rep.Duration
 	for k, v := range rep.ByKind {
@@ -96,8 +97,8 @@ func add(total *adversary.Report, rep adversary.Report) {
 
 func summary(db string, seeds int, r adversary.Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d seeds, %d operations, %d instances, %d versions, %d restarts, %d bookings, %d instance checks, %d faults, %s\n",
-		db, seeds, r.Ops, r.Instances, r.Versions, r.Restarts, r.Bookings, r.Checks, r.Faults, r.Duration.Round(1e6))
+	fmt.Fprintf(&b, "%s: %d seeds, %d operations, %d instances, %d versions, %d restarts, %d bookings committed (%d calls), %d instance checks, %d faults, %s\n",
+		db, seeds, r.Ops, r.Instances, r.Versions, r.Restarts, r.Bookings, r.Calls, r.Checks, r.Faults, r.Duration.Round(1e6))
 	line := func(title string, m map[string]int) {
 		keys := make([]string, 0, len(m))
 		for k := range m {

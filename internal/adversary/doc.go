@@ -47,5 +47,8 @@
 // start is repeated with its idempotency key until it gets an answer, as
 // a host resolves an unknown outcome; reads are repeated; events whose
 // processing failed are waited for by moving the fake clock on (and the
-// model's with it).
+// model's with it), and a deadline may then fall due that much later.
+// Config.Checking tells the injector when the run reads the engine back,
+// so that it may pause. TestFaultsAreInfo is a small example: gorm
+// callbacks that fail one statement in 40.
 package adversary
