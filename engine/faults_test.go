@@ -170,3 +170,51 @@ func TestApplicationWriteMeetsDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// TestSubflowStartMeetsLostConnection: the connection breaks while a
+// SYNCHR subflow activity creates its child instance. The step is rolled
+// back and tried again; before the fix the store's error counted as the
+// subflow's failure and the activity went Abnormal (an incident of cause
+// "other"), the child never created. Found by the fault suite
+// (subflows.txt, wcp22-recursion.txt).
+func TestSubflowStartMeetsLostConnection(t *testing.T) {
+	t.Parallel()
+	for _, d := range faultDialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			in := faultdb.New()
+			db := d.open(t, in.OpenOpts())
+			quiet := faultdb.Exempt(t.Context())
+			h := newHarness(t, db, func(c *engine.Config) { c.Clock = timer.Real() }).start()
+			dep := h.deploy(xpdltest.Package(`<WorkflowProcess Id="main">
+  <Activities><Activity Id="Call"><Implementation><SubFlow Id="leaf" Execution="SYNCHR"/></Implementation></Activity></Activities>
+</WorkflowProcess>
+<WorkflowProcess Id="leaf">
+  <Activities><Activity Id="L"><Route/></Activity></Activities>
+</WorkflowProcess>`))
+			ended := make(chan string, 2)
+			defer h.e.Subscribe(func(r engine.Record) {
+				if r.Type == engine.RecordActivityAbnormal || r.Type == engine.RecordProcessCompleted && r.Parent == 0 {
+					ended <- r.Type
+				}
+			})()
+			// The start's own insert is exempt: the next one is the child's.
+			in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 1, Err: faultdb.ConnectionLost(d.dialect), Query: "INSERT INTO `goxpdl_process_instances`"})
+			id, err := h.e.StartProcess(quiet, engine.StartOptions{DefinitionID: dep.ID, Process: "main"})
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard, not a measurement
+			defer cancel()
+			select {
+			case got := <-ended:
+				require.Equal(t, engine.RecordProcessCompleted, got)
+			case <-ctx.Done():
+				t.Fatal("the instance did not end")
+			}
+			require.Equal(t, int64(1), in.Stats().Injected[faultdb.Statement])
+			require.Equal(t, wftype.ProcessCompleted, h.instance(id).State)
+			inc, err := h.e.Incidents(quiet, engine.IncidentFilter{})
+			require.NoError(t, err)
+			require.Empty(t, inc.Incidents)
+		})
+	}
+}
