@@ -16,6 +16,7 @@ import (
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
+	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -197,7 +198,8 @@ func (r *run) startWaiting(a *act) error {
 // application's.
 func isStoreError(err error) bool {
 	return errors.Is(err, store.ErrConflict) || errors.As(err, new(*storeErr)) ||
-		errors.Is(err, context.Canceled) && !errors.Is(err, script.ErrCanceled)
+		errors.Is(err, context.Canceled) && !errors.Is(err, script.ErrCanceled) ||
+		gormstore.Transient(err) // also from an application's own statement in the step's transaction
 }
 
 // storeErr marks errors of the database met while evaluating, so that

@@ -298,6 +298,16 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 		}
 	})
 	run := &specFaultRun{}
+	// What the run did, for its failure message: each command's own
+	// output and error and the instances after it (the records are not
+	// kept: under faults those of a commit whose outcome was unknown are
+	// never published).
+	var transcript strings.Builder
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the run:\n%s", transcript.String())
+		}
+	})
 	i := 0
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		s.t = t
@@ -336,6 +346,7 @@ func runSpecFaulted(t *testing.T, open func(testing.TB, gormstore.OpenOpts) *gor
 		run.problems = append(run.problems, s.legal(d.Pos)...)
 		s.takeRecords()
 		s.aliasInstances()
+		fmt.Fprintf(&transcript, "%s: %s -> %v\n%s%s", d.Pos, d.Cmd, err, out.String(), s.instanceList())
 		i++
 		return d.Expected
 	})
@@ -389,6 +400,19 @@ func refused(expected string) bool {
 		}
 	}
 	return false
+}
+
+// instanceList lists the instances: alias, id, process, state, parent.
+func (s *spec) instanceList() string {
+	page, err := s.e.Instances(s.look, engine.InstanceFilter{Limit: 1000})
+	if err != nil {
+		return "  (" + err.Error() + ")\n"
+	}
+	var b strings.Builder
+	for _, pi := range page.Instances {
+		fmt.Fprintf(&b, "  %s id=%d %s %s parent=%d\n", s.alias(pi.ID), pi.ID, pi.Process, pi.State, pi.Parent)
+	}
+	return b.String()
 }
 
 // struckKinds lists the kinds of the faults that struck between two

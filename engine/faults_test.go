@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,4 +104,117 @@ func startedOnce(t *testing.T, e *engine.Engine, id int64) map[string]int {
 		out[a.Activity]++
 	}
 	return out
+}
+
+// TestApplicationWriteMeetsDeadlock: an application's business write in
+// the step's transaction (Call.Tx) fails because the database gave up on
+// the transaction (MySQL's deadlock, which rolls the whole transaction
+// back; SQLite's BUSY) or lost its connection. The step is rolled back
+// and tried again, the call with it; the activity does not go Abnormal.
+// Before the fix the application's error counted as the application's
+// own failure: the activity went Abnormal with an incident, and on MySQL
+// those writes were made after the server had rolled the transaction
+// back, outside any transaction. Found by the fault suite.
+func TestApplicationWriteMeetsDeadlock(t *testing.T) {
+	t.Parallel()
+	for _, d := range faultDialects {
+		for _, fault := range []struct {
+			name string
+			err  error
+		}{{"conflict", faultdb.Deadlock(d.dialect)}, {"connection-lost", faultdb.ConnectionLost(d.dialect)}} {
+			t.Run(d.name+"/"+fault.name, func(t *testing.T) {
+				t.Parallel()
+				in := faultdb.New()
+				db := d.open(t, in.OpenOpts())
+				quiet := faultdb.Exempt(t.Context())
+				require.NoError(t, db.WithContext(quiet).Exec("CREATE TABLE charges (instance BIGINT NOT NULL)").Error)
+				h := newHarness(t, db, func(c *engine.Config) { c.Clock = timer.Real() })
+				var calls atomic.Int32
+				h.e.RegisterApplication("charge", func(ctx context.Context, call *engine.Call) (map[string]any, error) {
+					calls.Add(1)
+					return nil, call.Tx.WithContext(ctx).Exec("INSERT INTO charges (instance) VALUES (?)", call.ProcessInstanceID).Error
+				})
+				h.start()
+				dep := h.deploy(xpdltest.PackageWith(`<Applications><Application Id="charge"/></Applications>`, `<WorkflowProcess Id="p">
+  <Activities>
+    <Activity Id="Charge"><Implementation><Tool Id="charge" Type="APPLICATION"/></Implementation></Activity>
+  </Activities>
+</WorkflowProcess>`))
+				ended := make(chan string, 2)
+				defer h.e.Subscribe(func(r engine.Record) {
+					if r.Type == engine.RecordProcessCompleted || r.Type == engine.RecordActivityAbnormal {
+						ended <- r.Type
+					}
+				})()
+				in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 1, Err: fault.err, Query: "INSERT INTO charges"})
+				id, err := h.e.StartProcess(quiet, engine.StartOptions{DefinitionID: dep.ID})
+				require.NoError(t, err)
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard, not a measurement
+				defer cancel()
+				select {
+				case got := <-ended:
+					require.Equal(t, engine.RecordProcessCompleted, got)
+				case <-ctx.Done():
+					t.Fatal("the instance did not end")
+				}
+				require.Equal(t, int64(1), in.Stats().Injected[faultdb.Statement])
+				require.Equal(t, wftype.ProcessCompleted, h.instance(id).State)
+				require.Equal(t, int32(2), calls.Load(), "called again after the rollback")
+				var n int64
+				require.NoError(t, db.WithContext(quiet).Raw("SELECT COUNT(*) FROM charges").Scan(&n).Error)
+				require.Equal(t, int64(1), n, "the business write committed once")
+				inc, err := h.e.Incidents(quiet, engine.IncidentFilter{})
+				require.NoError(t, err)
+				require.Empty(t, inc.Incidents)
+			})
+		}
+	}
+}
+
+// TestSubflowStartMeetsLostConnection: the connection breaks while a
+// SYNCHR subflow activity creates its child instance. The step is rolled
+// back and tried again; before the fix the store's error counted as the
+// subflow's failure and the activity went Abnormal (an incident of cause
+// "other"), the child never created. Found by the fault suite
+// (subflows.txt, wcp22-recursion.txt).
+func TestSubflowStartMeetsLostConnection(t *testing.T) {
+	t.Parallel()
+	for _, d := range faultDialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			in := faultdb.New()
+			db := d.open(t, in.OpenOpts())
+			quiet := faultdb.Exempt(t.Context())
+			h := newHarness(t, db, func(c *engine.Config) { c.Clock = timer.Real() }).start()
+			dep := h.deploy(xpdltest.Package(`<WorkflowProcess Id="main">
+  <Activities><Activity Id="Call"><Implementation><SubFlow Id="leaf" Execution="SYNCHR"/></Implementation></Activity></Activities>
+</WorkflowProcess>
+<WorkflowProcess Id="leaf">
+  <Activities><Activity Id="L"><Route/></Activity></Activities>
+</WorkflowProcess>`))
+			ended := make(chan string, 2)
+			defer h.e.Subscribe(func(r engine.Record) {
+				if r.Type == engine.RecordActivityAbnormal || r.Type == engine.RecordProcessCompleted && r.Parent == 0 {
+					ended <- r.Type
+				}
+			})()
+			// The start's own insert is exempt: the next one is the child's.
+			in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 1, Err: faultdb.ConnectionLost(d.dialect), Query: "INSERT INTO `goxpdl_process_instances`"})
+			id, err := h.e.StartProcess(quiet, engine.StartOptions{DefinitionID: dep.ID, Process: "main"})
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard, not a measurement
+			defer cancel()
+			select {
+			case got := <-ended:
+				require.Equal(t, engine.RecordProcessCompleted, got)
+			case <-ctx.Done():
+				t.Fatal("the instance did not end")
+			}
+			require.Equal(t, int64(1), in.Stats().Injected[faultdb.Statement])
+			require.Equal(t, wftype.ProcessCompleted, h.instance(id).State)
+			inc, err := h.e.Incidents(quiet, engine.IncidentFilter{})
+			require.NoError(t, err)
+			require.Empty(t, inc.Incidents)
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package gormstore
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,6 +65,37 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
 	}
 	return err
+}
+
+// Error numbers of a transaction the database gave up on.
+const (
+	mysqlErrLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
+	sqliteBusy              = 5    // SQLITE_BUSY and its extended codes
+)
+
+// Transient reports whether err says that the database gave up on the
+// transaction or its connection, rather than on what a statement asked
+// for: a deadlock (MySQL 1213, which rolls the whole transaction back), a
+// lock wait timeout (1205), SQLite's BUSY, a lost connection
+// (driver.ErrBadConn, mysql.ErrInvalidConn). Nothing is wrong with the
+// work itself: the transaction is to be rolled back and tried again. The
+// engine does so for a step that met one, even through an application's
+// own statement in the step's transaction (Call.Tx), rather than failing
+// the activity; on MySQL, after a deadlock, the rest of that transaction
+// would no longer be in a transaction at all.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) {
+		return true
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		return myErr.Number == mysqlErrDeadlock || myErr.Number == mysqlErrLockWaitTimeout
+	}
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
 }
 
 // wrap adds the operation to a translated error.
