@@ -13,8 +13,9 @@ import (
 // defaults are generous: each is at least ten times what the largest file
 // of the shared corpus of real XPDL (about 150 files from JaWE, Bonita,
 // Shark, TIBCO and others) declares, so that only a definition made to
-// exceed them, or made by a generator gone wrong, meets them. See
-// docs/security.md for the table of every limit.
+// exceed them, or made by a generator gone wrong, meets them; IDBytes is
+// what the engine's tables hold instead. See docs/security.md for the
+// table of every limit.
 const (
 	DefaultMaxProcesses              = 1_000
 	DefaultMaxActivities             = 10_000
