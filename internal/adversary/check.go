@@ -336,12 +336,10 @@ func (r *runner) checkTotals() string {
 		return err.Error()
 	}
 	want := map[int64]int{}
-	total := 0
 	for _, in := range r.w.insts {
 		if in.bookings > 0 {
 			want[in.id] = in.bookings
 		}
-		total += in.bookings
 	}
 	got := map[int64]int{}
 	for _, row := range rows {
@@ -360,6 +358,5 @@ func (r *runner) checkTotals() string {
 	if dup > 0 {
 		return fmt.Sprintf("%d application calls committed twice (the same idempotency key)", dup)
 	}
-	_ = total
 	return ""
 }

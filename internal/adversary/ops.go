@@ -87,14 +87,12 @@ const NoSuchID = 1 << 40
 func (o Op) String() string {
 	var b strings.Builder
 	b.WriteString(o.Kind)
-	if o.Inst != 0 || o.Kind != OpStart {
-		switch {
-		case o.Kind == OpAdvance, o.Kind == OpRestart, o.Kind == OpDeploy, o.Kind == OpRaceDeploy:
-		case o.Inst < 0:
-			b.WriteString(" p?")
-		default:
-			fmt.Fprintf(&b, " p%d", o.Inst+1)
-		}
+	switch {
+	case o.Kind == OpAdvance, o.Kind == OpRestart, o.Kind == OpDeploy, o.Kind == OpRaceDeploy:
+	case o.Inst < 0:
+		b.WriteString(" p?") // an instance that does not exist
+	default:
+		fmt.Fprintf(&b, " p%d", o.Inst+1)
 	}
 	field := func(name string, v any) { fmt.Fprintf(&b, " %s=%v", name, v) }
 	if o.Item != 0 {
@@ -354,8 +352,6 @@ func (g *gen) next(w *world) Op {
 		if kind == OpRaceComplete {
 			op.Vars = g.goodVars(true)
 		}
-	case OpSuspend, OpResume, OpTerminate:
-		op.Note = ""
 	case OpSetVars:
 		op.Vars = g.goodVars(true)
 	case OpSetVarsBad:
