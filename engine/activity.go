@@ -16,7 +16,6 @@ import (
 	"github.com/goxpdl/goxpdl/engine/machine"
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
-	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -199,7 +198,7 @@ func (r *run) startWaiting(a *act) error {
 func isStoreError(err error) bool {
 	return errors.Is(err, store.ErrConflict) || errors.As(err, new(*storeErr)) ||
 		errors.Is(err, context.Canceled) && !errors.Is(err, script.ErrCanceled) ||
-		gormstore.Transient(err) // also from an application's own statement in the step's transaction
+		transientDBError(err) // also from an application's own statement in the step's transaction
 }
 
 // storeErr marks errors of the database met while evaluating, so that

@@ -53,6 +53,14 @@ func hostDB(ctx context.Context, tx store.Tx) (*gorm.DB, error) {
 	return db.WithContext(ctx), nil
 }
 
+// transientDBError reports whether err is the database's passing trouble
+// (a deadlock, a lock wait timeout, SQLite's BUSY, a lost connection),
+// also when the host's own statement in the engine's transaction met it:
+// the step is rolled back and tried again rather than failed.
+func transientDBError(err error) bool {
+	return gormstore.Transient(err)
+}
+
 // Transaction runs fn in a transaction of the host's database db, as
 // db.Transaction does (committed when fn returns nil, rolled back
 // otherwise), and tells the engine when it has committed. The engine
