@@ -174,6 +174,15 @@ type Config struct {
 	// still holds after that many iterations, go Abnormal. Default
 	// DefaultMaxLoopInstances.
 	MaxLoopInstances int
+	// MaxSubflowDepth caps how deep subflows nest: a SubFlow activity
+	// (SYNCHR or ASYNCHR) whose child would lie more than this many
+	// levels below its top-level instance goes Abnormal instead, with a
+	// CauseSubflow incident whose error names the limit (the text of a
+	// *SubflowDepthError, matching ErrSubflowDepth), and no child is
+	// created. A process that calls itself without end stops there
+	// rather than starting instances until the database fills. Zero or
+	// negative takes DefaultMaxSubflowDepth.
+	MaxSubflowDepth int
 	// DeadBranch says what a lost branch does: a completed activity that
 	// has outgoing transitions and fires none of them (its conditions all
 	// failed and none is OTHERWISE). DeadBranchLock (the default, paper
@@ -367,6 +376,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxLoopInstances <= 0 {
 		cfg.MaxLoopInstances = DefaultMaxLoopInstances
+	}
+	if cfg.MaxSubflowDepth <= 0 {
+		cfg.MaxSubflowDepth = DefaultMaxSubflowDepth
 	}
 	if cfg.RescueInterval == 0 {
 		cfg.RescueInterval = time.Minute

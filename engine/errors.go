@@ -63,7 +63,33 @@ var (
 	// ErrTooLarge: a value is larger than MaxValueBytes, or the values one
 	// command gives are together (a *VariableError); nothing was changed.
 	ErrTooLarge = errors.New("value too large")
+	// ErrSubflowDepth: a SubFlow activity would start its child deeper
+	// than Config.MaxSubflowDepth (a *SubflowDepthError); the activity
+	// goes Abnormal and no child is created.
+	ErrSubflowDepth = errors.New("subflow depth limit exceeded")
 )
+
+// SubflowDepthError is why a SubFlow activity did not start its child:
+// the child would nest deeper than Config.MaxSubflowDepth, as a process
+// that calls itself (directly or through others) without end does. Its
+// text is the error of the activity's incident. It matches
+// ErrSubflowDepth.
+type SubflowDepthError struct {
+	// Activity is the SubFlow activity's id; Process the process it
+	// calls.
+	Activity, Process string
+	// Depth is the depth the child would have (its top-level instance
+	// is at 0); Max is Config.MaxSubflowDepth.
+	Depth, Max int
+}
+
+func (e *SubflowDepthError) Error() string {
+	return fmt.Sprintf("%v: activity %s would start process %s at depth %d, more than Config.MaxSubflowDepth (%d)",
+		ErrSubflowDepth, e.Activity, e.Process, e.Depth, e.Max)
+}
+
+// Is matches ErrSubflowDepth.
+func (e *SubflowDepthError) Is(target error) bool { return target == ErrSubflowDepth }
 
 // EmptyProcessError refuses to start a process without activities: an
 // instance of it would complete at once having done nothing, which is

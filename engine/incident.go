@@ -32,8 +32,9 @@ const (
 	// CauseException: an exception was raised that no transition
 	// handles; the activity is Abnormal.
 	CauseException IncidentCause = "exception"
-	// CauseSubflow: a subflow instance ended without completing; its
-	// activity is Abnormal.
+	// CauseSubflow: a subflow instance ended without completing, or
+	// could not be started because it would nest deeper than
+	// Config.MaxSubflowDepth; its activity is Abnormal.
 	CauseSubflow IncidentCause = "subflow"
 	// CauseLocking: the process is Locking (paper §2.1): nothing is
 	// alive and a branch was lost.

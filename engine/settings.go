@@ -60,6 +60,7 @@ type Settings struct {
 	DefinitionCacheSize int `json:"definitionCacheSize"`
 	InstanceCacheSize   int `json:"instanceCacheSize"`
 	MaxLoopInstances    int `json:"maxLoopInstances"`
+	MaxSubflowDepth     int `json:"maxSubflowDepth"`
 	// DeadBranch is what a lost branch does; NoOpUnboundApplications
 	// whether unbound applications succeed doing nothing.
 	DeadBranch              DeadBranchMode `json:"deadBranch"`
@@ -101,7 +102,8 @@ func (e *Engine) Settings() Settings {
 		RescueInterval: c.RescueInterval, BatchChunk: c.BatchChunk, BatchParallel: max(c.BatchParallel, 1),
 		BatchPollInterval: c.BatchPollInterval, DefinitionCacheSize: c.DefinitionCacheSize,
 		MaxDefinitionBytes: c.MaxDefinitionBytes, DefinitionLimits: c.DefinitionLimits,
-		InstanceCacheSize: c.InstanceCacheSize, MaxLoopInstances: c.MaxLoopInstances, DeadBranch: c.DeadBranch,
+		InstanceCacheSize: c.InstanceCacheSize, MaxLoopInstances: c.MaxLoopInstances,
+		MaxSubflowDepth: c.MaxSubflowDepth, DeadBranch: c.DeadBranch,
 		NoOpUnboundApplications: c.NoOpUnboundApplications,
 		Retention: RetentionSettings{
 			On: e.retention.calendar != nil, MaxAge: c.Retention.MaxAge, Scopes: len(c.Retention.PerProcess),

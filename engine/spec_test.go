@@ -297,6 +297,12 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 					return err
 				}
 				s.cfg.ScriptLimits.MaxCallStackDepth = n
+			case "subflow-depth":
+				n, err := strconv.Atoi(a.Vals[0])
+				if err != nil {
+					return err
+				}
+				s.cfg.MaxSubflowDepth = n
 			default:
 				return fmt.Errorf("restart: unknown setting %s", a.Key)
 			}

@@ -12,6 +12,13 @@ import (
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
+// DefaultMaxSubflowDepth is the default of Config.MaxSubflowDepth: how
+// many levels of subflows may nest below a top-level instance. Real
+// processes nest a few levels; 64 leaves room for a recursion that ends
+// while a process that calls itself without end stops after 65
+// instances.
+const DefaultMaxSubflowDepth = 64
+
 // firedStart is a timer start event that fired at due and creates an
 // instance.
 type firedStart struct {
@@ -53,6 +60,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	if parent != nil {
 		pi.ParentInstanceID = &parent.instance
 		pi.ParentActivityID = parent.activity
+		pi.Depth = r0.pi.Depth + 1
 		pi.BusinessKey = r0.pi.BusinessKey // a subflow works on its parent's business
 	}
 	if r.pi, err = r.tx.InsertProcessInstance(r.ctx, pi); err != nil {
@@ -186,6 +194,12 @@ func (r *run) startSubflow(a *act) error {
 			return err
 		}
 		return r.fail(a, err.Error())
+	}
+	if depth := r.pi.Depth + 1; depth > r.e.cfg.MaxSubflowDepth {
+		// A recursion that does not end (issue #24): stop before the
+		// child exists, whatever its Execution.
+		err := &SubflowDepthError{Activity: a.def.ID, Process: proc.ID, Depth: depth, Max: r.e.cfg.MaxSubflowDepth}
+		return r.failCause(a, CauseSubflow, err.Error())
 	}
 	in := make(map[string]any)
 	for j, fp := range proc.FormalParameters {

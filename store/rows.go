@@ -43,6 +43,12 @@ type ProcessInstance struct {
 	// ParentActivityID is the activity instance of the parent that waits
 	// for this subflow; nil for a top-level instance.
 	ParentActivityID *int64
+	// Depth counts the subflow levels above the instance: 0 for a
+	// top-level instance, its parent's Depth+1 for a subflow. The engine
+	// sets it at insert, and bounds it (engine.Config.MaxSubflowDepth);
+	// it never changes. Instances stored before the column existed read
+	// 0. Never negative.
+	Depth int
 	// State is the process state (Initiated, Running, ...).
 	State string
 	// Version is the optimistic concurrency counter: 1 after insert, and

@@ -382,3 +382,32 @@ func TestOpenMySQLSessionIsolation(t *testing.T) {
 	level, _ := sessionIsolation(t, own.WithContext(ctx))
 	require.Equal(t, "REPEATABLE-READ", level)
 }
+
+// Migrate adds the depth column to a table of instances written before
+// it existed: they read depth 0, and new instances keep theirs.
+func TestMigrateAddsDepthToStoredInstances(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db := d.open(t)
+			s := newStore(t, db)
+			t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			old, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ProcessDefID: "main", State: "Running", Depth: 5, CreatedAt: t0, UpdatedAt: t0})
+			require.NoError(t, err)
+			require.NoError(t, db.Migrator().DropColumn("goxpdl_process_instances", "depth"))
+			require.False(t, db.Migrator().HasColumn("goxpdl_process_instances", "depth"))
+
+			require.NoError(t, s.Migrate(ctx))
+			got, err := s.GetProcessInstance(ctx, old.ID)
+			require.NoError(t, err)
+			require.Zero(t, got.Depth)
+			sub, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ProcessDefID: "sub", ParentInstanceID: &old.ID, State: "Running", Depth: 1, CreatedAt: t0, UpdatedAt: t0})
+			require.NoError(t, err)
+			got, err = s.GetProcessInstance(ctx, sub.ID)
+			require.NoError(t, err)
+			require.Equal(t, 1, got.Depth)
+		})
+	}
+}

@@ -40,6 +40,9 @@ func (s *Store) InsertProcessInstances(ctx context.Context, insts []store.Proces
 		); err != nil {
 			return nil, err
 		}
+		if inst.Depth < 0 {
+			return nil, fmt.Errorf("gormstore: insert process instance: depth %d is negative", inst.Depth)
+		}
 		ms[i] = processInstanceFromRow(inst)
 		ms[i].ID = 0
 		ms[i].Version = 1

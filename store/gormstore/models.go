@@ -84,18 +84,21 @@ func (definitionModel) TableName() string { return tableDefinitions }
 // search for instances that ended before a cutoff (purge.go) and the
 // count of those that ended per minute (counts.go).
 type processInstanceModel struct {
-	ID               int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_process_instances_state,priority:2;index:goxpdl_process_instances_created,priority:2;index:goxpdl_process_instances_state_created,priority:3;index:goxpdl_process_instances_definition_created,priority:3;index:goxpdl_process_instances_definition_state,priority:3"`
-	DefinitionID     int64      `gorm:"column:definition_id;not null;index:goxpdl_process_instances_definition;index:goxpdl_process_instances_definition_created,priority:1;index:goxpdl_process_instances_definition_state,priority:1"`
-	ProcessDefID     string     `gorm:"column:process_def_id;size:255;not null"`
-	ParentInstanceID *int64     `gorm:"column:parent_instance_id;index:goxpdl_process_instances_parent"`
-	ParentActivityID *int64     `gorm:"column:parent_activity_id"`
-	State            string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1;index:goxpdl_process_instances_ended,priority:1;index:goxpdl_process_instances_state_created,priority:1;index:goxpdl_process_instances_definition_state,priority:2"`
-	Version          int64      `gorm:"column:version;not null"`
-	Diagnosis        string     `gorm:"column:diagnosis;type:text;not null"`
-	Tokens           []byte     `gorm:"column:tokens"`
-	CreatedAt        time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false;index:goxpdl_process_instances_created,priority:1;index:goxpdl_process_instances_state_created,priority:2;index:goxpdl_process_instances_definition_created,priority:2"`
-	UpdatedAt        time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
-	EndedAt          *time.Time `gorm:"column:ended_at;precision:6;index:goxpdl_process_instances_ended,priority:2"`
+	ID               int64  `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_process_instances_state,priority:2;index:goxpdl_process_instances_created,priority:2;index:goxpdl_process_instances_state_created,priority:3;index:goxpdl_process_instances_definition_created,priority:3;index:goxpdl_process_instances_definition_state,priority:3"`
+	DefinitionID     int64  `gorm:"column:definition_id;not null;index:goxpdl_process_instances_definition;index:goxpdl_process_instances_definition_created,priority:1;index:goxpdl_process_instances_definition_state,priority:1"`
+	ProcessDefID     string `gorm:"column:process_def_id;size:255;not null"`
+	ParentInstanceID *int64 `gorm:"column:parent_instance_id;index:goxpdl_process_instances_parent"`
+	ParentActivityID *int64 `gorm:"column:parent_activity_id"`
+	// Depth has a default so that Migrate can add it to a table that has
+	// rows: those instances read 0.
+	Depth     int        `gorm:"column:depth;not null;default:0"`
+	State     string     `gorm:"column:state;size:64;not null;index:goxpdl_process_instances_state,priority:1;index:goxpdl_process_instances_ended,priority:1;index:goxpdl_process_instances_state_created,priority:1;index:goxpdl_process_instances_definition_state,priority:2"`
+	Version   int64      `gorm:"column:version;not null"`
+	Diagnosis string     `gorm:"column:diagnosis;type:text;not null"`
+	Tokens    []byte     `gorm:"column:tokens"`
+	CreatedAt time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false;index:goxpdl_process_instances_created,priority:1;index:goxpdl_process_instances_state_created,priority:2;index:goxpdl_process_instances_definition_created,priority:2"`
+	UpdatedAt time.Time  `gorm:"column:updated_at;not null;precision:6;autoUpdateTime:false"`
+	EndedAt   *time.Time `gorm:"column:ended_at;precision:6;index:goxpdl_process_instances_ended,priority:2"`
 	// StartKey is NULL when the host gave no key, so that the unique
 	// index admits any number of those.
 	StartKey *string `gorm:"column:start_key;size:255;uniqueIndex:goxpdl_process_instances_start_key"`
@@ -108,10 +111,10 @@ func (processInstanceModel) TableName() string { return tableProcessInstances }
 
 // processInstanceColumns are the columns of a processInstanceModel but
 // its id, in the order of values.
-var processInstanceColumns = []string{"definition_id", "process_def_id", "parent_instance_id", "parent_activity_id", "state", "version", "diagnosis", "tokens", "created_at", "updated_at", "ended_at", "start_key", "business_key"}
+var processInstanceColumns = []string{"definition_id", "process_def_id", "parent_instance_id", "parent_activity_id", "depth", "state", "version", "diagnosis", "tokens", "created_at", "updated_at", "ended_at", "start_key", "business_key"}
 
 func (m processInstanceModel) values() []any {
-	return []any{m.DefinitionID, m.ProcessDefID, m.ParentInstanceID, m.ParentActivityID, m.State, m.Version, m.Diagnosis, m.Tokens, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.StartKey, m.BusinessKey}
+	return []any{m.DefinitionID, m.ProcessDefID, m.ParentInstanceID, m.ParentActivityID, m.Depth, m.State, m.Version, m.Diagnosis, m.Tokens, m.CreatedAt, m.UpdatedAt, m.EndedAt, m.StartKey, m.BusinessKey}
 }
 
 type activityInstanceModel struct {
@@ -455,6 +458,7 @@ func processInstanceFromRow(r store.ProcessInstance) processInstanceModel {
 		ProcessDefID:     r.ProcessDefID,
 		ParentInstanceID: copyInt64Ptr(r.ParentInstanceID),
 		ParentActivityID: copyInt64Ptr(r.ParentActivityID),
+		Depth:            r.Depth,
 		State:            r.State,
 		Version:          r.Version,
 		Diagnosis:        r.Diagnosis,
@@ -474,6 +478,7 @@ func (m *processInstanceModel) row() store.ProcessInstance {
 		ProcessDefID:     m.ProcessDefID,
 		ParentInstanceID: copyInt64Ptr(m.ParentInstanceID),
 		ParentActivityID: copyInt64Ptr(m.ParentActivityID),
+		Depth:            m.Depth,
 		State:            m.State,
 		Version:          m.Version,
 		Diagnosis:        m.Diagnosis,

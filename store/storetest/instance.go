@@ -22,6 +22,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 			ProcessDefID:     "sub",
 			ParentInstanceID: ptr(int64(7)),
 			ParentActivityID: ptr(int64(8)),
+			Depth:            3,
 			State:            "Locking",
 			Version:          42, // ignored: a new instance has version 1
 			Diagnosis:        "no successor of activity A could fire",
@@ -55,6 +56,19 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		require.Nil(t, got.ParentActivityID)
 		require.Nil(t, got.EndedAt)
 		require.Empty(t, got.Diagnosis)
+		require.Zero(t, got.Depth)
+	})
+
+	t.Run("NegativeDepth", func(t *testing.T) {
+		b := h.setup(t)
+		def := newDefinition(t, b)
+		_, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+			DefinitionID: def.ID, ProcessDefID: "main", State: "Running", Depth: -1, CreatedAt: t0, UpdatedAt: t0,
+		})
+		require.Error(t, err)
+		page, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{})
+		require.NoError(t, err)
+		require.Empty(t, page)
 	})
 
 	t.Run("NotFound", func(t *testing.T) {
