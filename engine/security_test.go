@@ -15,12 +15,10 @@ import (
 // them, and the Java-flavoured aliases of package script's prelude
 // (plain JavaScript objects). docs/security.md lists them; a change here
 // is a change of what a definition can reach, and belongs there too.
-const scriptGlobals = "AggregateError Array ArrayBuffer BigInt BigInt64Array BigUint64Array Boolean DataView Date " +
-	"Double Error EvalError Float Float32Array Float64Array Function GoError Infinity Int16Array Int32Array " +
-	"Int8Array Integer JSON Long Map Math NaN Number Object Promise Proxy RangeError ReferenceError Reflect " +
-	"RegExp Set String Symbol SyntaxError TypeError URIError Uint16Array Uint32Array Uint8Array " +
-	"Uint8ClampedArray WeakMap WeakSet decodeURI decodeURIComponent encodeURI encodeURIComponent escape eval " +
-	"globalThis isFinite isNaN java parseFloat parseInt undefined unescape"
+const scriptGlobals = "AggregateError Array Boolean Date Double Error EvalError Float Function GoError " +
+	"Infinity Integer JSON Long Map Math NaN Number Object Promise Proxy RangeError ReferenceError Reflect " +
+	"RegExp Set String Symbol SyntaxError TypeError URIError WeakMap WeakSet decodeURI decodeURIComponent " +
+	"encodeURI encodeURIComponent escape globalThis isFinite isNaN java parseFloat parseInt undefined unescape"
 
 // hostNames are what scripts in other engines reach the host through:
 // none of them exists in a definition's scripts.
