@@ -139,6 +139,7 @@ type Evaluator struct {
 	cache   *lru.Cache[string, *goja.Program]
 	prelude *goja.Program
 	guards  *goja.Program
+	harden  *goja.Program
 	now     func() time.Time
 	limits  Limits     // defaults applied
 	dog     *watchdog  // nil without a memory budget
@@ -166,6 +167,7 @@ func newEvaluator(cfg Config, clock timer.Clock, heap func() uint64) *Evaluator 
 		cache: cache, now: cfg.NowFunc, limits: cfg.Limits.WithDefaults(),
 		prelude: goja.MustCompile("prelude.js", javaCompat, false),
 		guards:  goja.MustCompile("guards.js", guardPrelude, true),
+		harden:  goja.MustCompile("harden.js", hardenPrelude, true),
 	}
 	if e.limits.MemoryBudget > 0 {
 		e.dog = newWatchdog(uint64(e.limits.MemoryBudget), sampleInterval, clock, heap)
@@ -389,13 +391,16 @@ func unchangedPrimitive(in, out goja.Value) bool {
 	return in.SameAs(out)
 }
 
-// runtime is a goja VM with the preludes loaded, the global names it had
-// then (to tell a clean VM from one a script has changed), and the
-// values of the variables of the evaluation it runs.
+// runtime is a goja VM with the preludes loaded and its builtins frozen,
+// what its global object was then (how many names, which prototype, to
+// tell a clean VM from one a script has changed), and the values of the
+// variables of the evaluation it runs.
 type runtime struct {
-	vm      *goja.Runtime
-	globals int
-	given   map[string]goja.Value
+	vm           *goja.Runtime
+	globals      int
+	globalProto  *goja.Object
+	isExtensible goja.Callable // the builtin Object.isExtensible
+	given        map[string]goja.Value
 }
 
 // set makes a variable visible to scripts. A time.Time becomes a JavaScript
@@ -434,15 +439,23 @@ func (e *Evaluator) runtime() *runtime {
 	if err := installGuards(vm, e.guards, e.limits); err != nil {
 		panic(fmt.Sprintf("script: guards: %v", err)) // the same
 	}
+	isExtensible, err := installHardening(vm, e.harden)
+	if err != nil {
+		panic(fmt.Sprintf("script: hardening: %v", err)) // the same
+	}
 	if e.limits.MaxCallStackDepth > 0 {
 		vm.SetMaxCallStackSize(e.limits.MaxCallStackDepth)
 	}
-	return &runtime{vm: vm, globals: len(vm.GlobalObject().GetOwnPropertyNames()), given: make(map[string]goja.Value)}
+	g := vm.GlobalObject()
+	return &runtime{vm: vm, globals: len(g.GetOwnPropertyNames()), globalProto: g.Prototype(),
+		isExtensible: isExtensible, given: make(map[string]goja.Value)}
 }
 
 // release removes the variables of one evaluation and pools the VM again
 // when the script left no other trace in its global scope; a VM a script
-// changed (a new global, an interrupt) is dropped.
+// changed (a new global, another prototype for the global object, a
+// global object made non-extensible, an interrupt) is dropped. The
+// builtins need no check: they were frozen when the VM was made.
 func (e *Evaluator) release(rt *runtime, vars map[string]any, clean bool) {
 	clear(rt.given)
 	if !clean {
@@ -454,7 +467,10 @@ func (e *Evaluator) release(rt *runtime, vars map[string]any, clean bool) {
 			return
 		}
 	}
-	if len(g.GetOwnPropertyNames()) != rt.globals {
+	if len(g.GetOwnPropertyNames()) != rt.globals || g.Prototype() != rt.globalProto {
+		return
+	}
+	if ok, err := rt.isExtensible(goja.Undefined(), g); err != nil || !ok.ToBoolean() {
 		return
 	}
 	rt.vm.ClearInterrupt()
