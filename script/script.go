@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -141,10 +142,11 @@ type Evaluator struct {
 	guards  *goja.Program
 	harden  *goja.Program
 	now     func() time.Time
-	limits  Limits     // defaults applied
-	dog     *watchdog  // nil without a memory budget
-	pool    sync.Pool  // of *runtime, clean and ready
-	mu      sync.Mutex // serialises compilation of one missing entry at a time
+	limits  Limits       // defaults applied
+	dog     *watchdog    // nil without a memory budget
+	pool    vmPool       // of *runtime, clean and ready: a *sync.Pool but in tests
+	made    atomic.Int64 // VMs made, for tests
+	mu      sync.Mutex   // serialises compilation of one missing entry at a time
 }
 
 // New returns an Evaluator.
@@ -168,6 +170,7 @@ func newEvaluator(cfg Config, clock timer.Clock, heap func() uint64) *Evaluator 
 		prelude: goja.MustCompile("prelude.js", javaCompat, false),
 		guards:  goja.MustCompile("guards.js", guardPrelude, true),
 		harden:  goja.MustCompile("harden.js", hardenPrelude, true),
+		pool:    new(sync.Pool),
 	}
 	if e.limits.MemoryBudget > 0 {
 		e.dog = newWatchdog(uint64(e.limits.MemoryBudget), sampleInterval, clock, heap)
@@ -424,11 +427,18 @@ func (rt *runtime) set(name string, val any) error {
 	return nil
 }
 
+// vmPool keeps VMs between evaluations; *sync.Pool is one.
+type vmPool interface {
+	Get() any
+	Put(x any)
+}
+
 // runtime takes a clean VM from the pool or makes one.
 func (e *Evaluator) runtime() *runtime {
 	if rt, ok := e.pool.Get().(*runtime); ok {
 		return rt
 	}
+	e.made.Add(1)
 	vm := goja.New()
 	if e.now != nil {
 		vm.SetTimeSource(e.now)
