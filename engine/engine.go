@@ -427,11 +427,14 @@ func New(cfg Config) (*Engine, error) {
 		store:       st,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
-		eval:        script.New(script.Config{NowFunc: cfg.Clock.Now, Limits: cfg.ScriptLimits}),
-		defs:        defs,
-		apps:        make(map[string]binding),
-		agents:      make(map[string]binding),
-		observer:    cfg.Observer,
+		eval: script.New(script.Config{NowFunc: cfg.Clock.Now, Limits: cfg.ScriptLimits,
+			// A regular expression gives up no sooner than the longest
+			// time limit, so that one that gives up fails with it.
+			MatchTimeout: max(cfg.ScriptTimeout, cfg.ConditionTimeout)}),
+		defs:     defs,
+		apps:     make(map[string]binding),
+		agents:   make(map[string]binding),
+		observer: cfg.Observer,
 	}
 	e.reservesIDs = st.Capabilities().ReservesIDs
 	lanes := 1 // SQLite has one writer

@@ -151,3 +151,29 @@ func TestHonestScriptsStillOverrideOnTheirOwnObjects(t *testing.T) {
 	_, err := ev.Exec(context.Background(), `Object.prototype.toString = function () { return "x"; }`, nil)
 	require.ErrorIs(t, err, script.ErrRuntime)
 }
+
+// A regular expression that backtracks without end (goja runs patterns
+// with lookaround in regexp2, which backtracks) gives up after the match
+// timeout; the evaluation, whose time limit is shorter, then fails with
+// ErrTimeout instead of holding its goroutine for good or going on as if
+// the pattern had not matched.
+func TestCatastrophicRegexpFailsWithTheTimeLimit(t *testing.T) {
+	t.Parallel()
+	ev := script.New(script.Config{})
+	for _, src := range []string{
+		`/^(a|aa)+(?=c)$/.test("a".repeat(60))`,
+		`"a".repeat(60).replace(/^(a|aa)+(?=c)$/, "x") === "x"`,
+		`/^(a+)+\1$/.exec("a".repeat(60) + "b") === null`,
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), testMatchTimeout/3)
+		_, err := ev.Condition(ctx, src, nil)
+		cancel()
+		require.ErrorIs(t, err, script.ErrTimeout, src)
+		var se *script.Error
+		require.ErrorAs(t, err, &se)
+	}
+	// The Evaluator goes on evaluating, regular expressions included.
+	ok, err := ev.Condition(context.Background(), `/^(a|aa)+(?=c)/.test("aac")`, nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -31,6 +32,10 @@ const (
 	// back (about its JSON's size): 1 MiB, for a process variable.
 	DefaultMaxResultBytes = 1 << 20
 )
+
+// DefaultMatchTimeout is Config.MatchTimeout's default: the engine's
+// longest default time limit (a script task's five seconds).
+const DefaultMatchTimeout = 5 * time.Second
 
 // Sentinel errors, wrapped by *Error.
 var (
@@ -133,6 +138,31 @@ type Config struct {
 	NowFunc func() time.Time
 	// Limits bound each evaluation; the zero value takes the defaults.
 	Limits Limits
+	// MatchTimeout bounds one match of a regular expression that the
+	// regexp2 engine runs (one with lookaround or backreferences; the
+	// others run in Go's regexp, in linear time): a match that takes
+	// longer stops and fails as if it had found nothing. It should be at
+	// least the longest time limit (context deadline) evaluations run
+	// under: by the time such a match gives up, the evaluation is then out
+	// of time and fails with ErrTimeout rather than going on with a wrong
+	// answer. Zero means DefaultMatchTimeout.
+	//
+	// The bound is process-wide (regexp2.DefaultMatchTimeout, which goja
+	// reads when it compiles a pattern): the first Evaluator made in the
+	// process sets it, and later ones keep it.
+	MatchTimeout time.Duration
+}
+
+// matchTimeout sets regexp2's process-wide match timeout once.
+var matchTimeout sync.Once
+
+// setMatchTimeout sets regexp2.DefaultMatchTimeout to d (or the default)
+// if no Evaluator has set it yet.
+func setMatchTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultMatchTimeout
+	}
+	matchTimeout.Do(func() { regexp2.DefaultMatchTimeout = d })
 }
 
 // Evaluator compiles and runs scripts. It is safe for concurrent use.
@@ -161,6 +191,7 @@ func newEvaluator(cfg Config, clock timer.Clock, heap func() uint64) *Evaluator 
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
+	setMatchTimeout(cfg.MatchTimeout)
 	cache, err := lru.New[string, *goja.Program](size)
 	if err != nil {
 		panic(fmt.Sprintf("script: lru.New(%d): %v", size, err)) // only for size <= 0, excluded above
@@ -312,6 +343,12 @@ func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any, th
 	v, err := rt.vm.RunProgram(prog)
 	if err != nil {
 		return e.failure(ctx, src, err)
+	}
+	if err := ctx.Err(); err != nil {
+		// The time ran out in its last instruction, a builtin (a regular
+		// expression that gave up after MatchTimeout: its "no match"
+		// is no answer).
+		return &Error{Source: src, Kind: ctxKind(err), Detail: "the time limit passed while it ran"}
 	}
 	if err := then(rt, v); err != nil {
 		return e.failure(ctx, src, err)

@@ -12,7 +12,18 @@ import (
 	"github.com/goxpdl/goxpdl/script"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// testMatchTimeout is the regular expressions' match timeout in this
+// package's tests, set by the first Evaluator made (in TestMain): short,
+// so that the catastrophic pattern's test ends soon.
+const testMatchTimeout = 300 * time.Millisecond
+
+func TestMain(m *testing.M) {
+	script.New(script.Config{MatchTimeout: testMatchTimeout})
+	// regexp2 keeps a coarse clock in a goroutine of its own while
+	// matches with a timeout run, and for a second after; it ends by
+	// itself.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))
+}
 
 func TestConditionsFromRealFiles(t *testing.T) {
 	t.Parallel()
