@@ -79,12 +79,38 @@
 //     collector lets garbage grow to the size of what is live, so a script
 //     that keeps half the budget and churns through as much again reaches
 //     it.
-//   - What remains unchecked is the time a builtin takes: a regular
-//     expression that backtracks without end cannot be interrupted, and
-//     holds its goroutine past the time limit.
+//   - What remains unchecked is the time a builtin takes, but for one
+//     case: a regular expression with lookaround or backreferences runs
+//     in github.com/dlclark/regexp2, which backtracks, and one that
+//     backtracks without end gives up after Config.MatchTimeout as if it
+//     had found nothing. That bound is regexp2's, process-wide (the first
+//     Evaluator made sets it), and should be at least the longest time
+//     limit evaluations run under: an evaluation whose context ended while
+//     it ran fails with ErrTimeout even if the script then finished, so
+//     the match's "no match" is never taken for an answer. Other
+//     patterns run in Go's regexp, in linear time.
 //
 // A host that runs definitions it does not trust should still give the
 // process a memory limit of its own (a container's, or GOMEMLIMIT with
 // room to spare): the budgets keep one script from taking the host down,
 // not the host from every mistake.
+//
+// # Isolation between evaluations
+//
+// VMs are pooled and reused by any evaluation, whatever definition it
+// comes from, so nothing one script changes may reach the next. When a VM
+// is made, after the preludes, a third one (hardenPrelude) freezes every
+// object reachable from the global object and the intrinsics no global
+// names (prototypes, constructors, Math, JSON, the compatibility
+// prelude's objects) and makes every global name there is by then
+// read-only and undeletable, once per VM, not per evaluation. Freezing
+// Object.prototype would make obj.toString = f fail silently on a
+// script's own object (JavaScript's "override mistake"); the builtins'
+// constructor, toString, toLocaleString, valueOf, toJSON, name and
+// message are therefore accessors whose setter defines the property on
+// the object assigned to, as assigning through an unfrozen prototype
+// would. The global object itself stays open (data fields are set on it):
+// a VM whose global object gained a name, changed prototype or was made
+// non-extensible is dropped rather than pooled. A data field named like a
+// builtin global (Math, java) cannot be set and fails the evaluation.
 package script

@@ -147,8 +147,11 @@ func TestHonestScriptsStillOverrideOnTheirOwnObjects(t *testing.T) {
 		require.NoError(t, err, src)
 		require.True(t, got, src)
 	}
+	// A data field cannot take a builtin global's name.
+	_, err := ev.Condition(context.Background(), `Math`, map[string]any{"Math": 1})
+	require.ErrorIs(t, err, script.ErrRuntime)
 	// Assigning the builtin's own property still fails, loudly.
-	_, err := ev.Exec(context.Background(), `Object.prototype.toString = function () { return "x"; }`, nil)
+	_, err = ev.Exec(context.Background(), `Object.prototype.toString = function () { return "x"; }`, nil)
 	require.ErrorIs(t, err, script.ErrRuntime)
 }
 
