@@ -8,11 +8,16 @@ package script
 // are defined non-enumerable so that they never show up in for-in loops.
 const javaCompat = `
 (function (g) {
+  "use strict"; // this is the primitive, not a wrapper: unbox needs no valueOf
   function def(proto, name, fn) {
     Object.defineProperty(proto, name, {value: fn, writable: true, configurable: true, enumerable: false});
   }
   function cmp(a, b) { return a < b ? -1 : (a > b ? 1 : 0); }
-  function unbox(x) { return (x !== null && x !== undefined && typeof x.valueOf === "function") ? x.valueOf() : x; }
+  function unbox(x) {
+    var t = typeof x;
+    if (t === "string" || t === "number" || t === "boolean") return x;
+    return (x !== null && x !== undefined && typeof x.valueOf === "function") ? x.valueOf() : x;
+  }
 
   [String.prototype, Number.prototype, Boolean.prototype].forEach(function (p) {
     def(p, "equals", function (o) { return unbox(this) === unbox(o); });
