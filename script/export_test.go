@@ -49,3 +49,14 @@ func (p *oneSlot) Put(x any) {
 	defer p.mu.Unlock()
 	p.x = x
 }
+
+// MakeVM makes a VM as a pool miss would, and drops it.
+func MakeVM(e *Evaluator) { _ = e.runtime() }
+
+// IdleCount returns how many VMs e keeps idle now.
+func IdleCount(e *Evaluator) int {
+	p := e.pool.(*idleVMs)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.vms)
+}

@@ -200,3 +200,25 @@ func TestTimesAreDates(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, created.Add(time.Minute), v.(time.Time).UTC())
 }
+
+// BenchmarkMakeVM is the cost of a pool miss: a VM made, its preludes
+// run and its builtins frozen.
+func BenchmarkMakeVM(b *testing.B) {
+	ev := script.New(script.Config{})
+	for b.Loop() {
+		script.MakeVM(ev)
+	}
+}
+
+// BenchmarkScriptWithDeclarations is a script task that declares a
+// variable of its own, as many do.
+func BenchmarkScriptWithDeclarations(b *testing.B) {
+	ev := script.New(script.Config{})
+	vars := map[string]any{"i": int64(3)}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := ev.Exec(ctx, `var step = 1; i = i + step;`, vars); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
