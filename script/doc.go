@@ -113,4 +113,25 @@
 // a VM whose global object gained a name, changed prototype or was made
 // non-extensible is dropped rather than pooled. A data field named like a
 // builtin global (Math, java) cannot be set and fails the evaluation.
+//
+// A script's top-level declarations (var, let, const, function, class)
+// would outlive it on its VM: var and function as undeletable properties
+// of the global object, let, const and class as global bindings, so that
+// the same script failed on the VM's next turn ("Identifier 'x' has
+// already been declared") and the next script could read them. Such a
+// script runs in a scope of its own instead (scope.go): a direct eval
+// inside a function only the package holds, compiled at every run (tens
+// of microseconds, far less than a VM). Two kinds still run at the top
+// level, and their VM is dropped afterwards: a script that mentions eval
+// or escapes a character of an identifier (the scope's eval is not for
+// scripts to reach), and one that declares one of the evaluation's
+// variables (var total = a + b assigns the data field total, as it always
+// has) along with names of its own.
+//
+// # The pool of VMs
+//
+// Making a VM (the preludes, freezing the builtins) takes milliseconds;
+// running a condition on a pooled one, microseconds. Idle VMs are kept in
+// a pool of Config.IdleVMs that, unlike a sync.Pool, garbage collections
+// do not empty; a VM put back to a full pool is dropped.
 package script

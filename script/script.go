@@ -132,6 +132,11 @@ func (l Limits) String() string {
 type Config struct {
 	// CacheSize is how many compiled programs to keep (default 4096).
 	CacheSize int
+	// IdleVMs is how many VMs to keep between evaluations for the next
+	// ones (default DefaultIdleVMs()). More evaluations than that at once
+	// make VMs of their own, at a few milliseconds each, which are
+	// dropped afterwards.
+	IdleVMs int
 	// NowFunc is the clock scripts see through Date (new Date(),
 	// Date.now(), java.util.Date). The engine passes its injectable clock;
 	// nil leaves goja's default, the wall clock.
@@ -167,14 +172,15 @@ func setMatchTimeout(d time.Duration) {
 
 // Evaluator compiles and runs scripts. It is safe for concurrent use.
 type Evaluator struct {
-	cache   *lru.Cache[string, *goja.Program]
+	cache   *lru.Cache[string, *compiled]
 	prelude *goja.Program
 	guards  *goja.Program
 	harden  *goja.Program
+	scoped  *goja.Program
 	now     func() time.Time
 	limits  Limits       // defaults applied
 	dog     *watchdog    // nil without a memory budget
-	pool    vmPool       // of *runtime, clean and ready: a *sync.Pool but in tests
+	pool    vmPool       // of *runtime, clean and ready: an *idleVMs but in tests
 	made    atomic.Int64 // VMs made, for tests
 	mu      sync.Mutex   // serialises compilation of one missing entry at a time
 }
@@ -192,7 +198,11 @@ func newEvaluator(cfg Config, clock timer.Clock, heap func() uint64) *Evaluator 
 		size = DefaultCacheSize
 	}
 	setMatchTimeout(cfg.MatchTimeout)
-	cache, err := lru.New[string, *goja.Program](size)
+	idle := cfg.IdleVMs
+	if idle <= 0 {
+		idle = DefaultIdleVMs()
+	}
+	cache, err := lru.New[string, *compiled](size)
 	if err != nil {
 		panic(fmt.Sprintf("script: lru.New(%d): %v", size, err)) // only for size <= 0, excluded above
 	}
@@ -201,7 +211,8 @@ func newEvaluator(cfg Config, clock timer.Clock, heap func() uint64) *Evaluator 
 		prelude: goja.MustCompile("prelude.js", javaCompat, false),
 		guards:  goja.MustCompile("guards.js", guardPrelude, true),
 		harden:  goja.MustCompile("harden.js", hardenPrelude, true),
-		pool:    new(sync.Pool),
+		scoped:  goja.MustCompile("scoped.js", scopedRunnerSource, false),
+		pool:    newIdleVMs(idle),
 	}
 	if e.limits.MemoryBudget > 0 {
 		e.dog = newWatchdog(uint64(e.limits.MemoryBudget), sampleInterval, clock, heap)
@@ -220,14 +231,21 @@ func (e *Evaluator) Compile(src string) error {
 	return err
 }
 
-func (e *Evaluator) program(src string) (*goja.Program, error) {
-	if p, ok := e.cache.Get(src); ok {
-		return p, nil
+// compiled is a script ready to run: its program and what it declares at
+// its top level.
+type compiled struct {
+	prog  *goja.Program
+	decls declarations
+}
+
+func (e *Evaluator) program(src string) (*compiled, error) {
+	if c, ok := e.cache.Get(src); ok {
+		return c, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if p, ok := e.cache.Get(src); ok {
-		return p, nil
+	if c, ok := e.cache.Get(src); ok {
+		return c, nil
 	}
 	ast, err := goja.Parse("expression", src)
 	if err != nil {
@@ -240,8 +258,9 @@ func (e *Evaluator) program(src string) (*goja.Program, error) {
 	if err != nil {
 		return nil, &Error{Source: src, Kind: ErrSyntax, Detail: err.Error()}
 	}
-	e.cache.Add(src, p)
-	return p, nil
+	c := &compiled{prog: p, decls: topLevelDeclarations(src, ast)}
+	e.cache.Add(src, c)
+	return c, nil
 }
 
 // Eval runs src with vars as global variables and returns the value of
@@ -302,13 +321,14 @@ func (e *Evaluator) Exec(ctx context.Context, src string, vars map[string]any) (
 // getter run by Export is a script too); an error then returns fails the
 // evaluation.
 func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any, then func(*runtime, goja.Value) error) (err error) {
-	prog, err := e.program(src)
+	c, err := e.program(src)
 	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return &Error{Source: src, Kind: ctxKind(err), Detail: err.Error()}
 	}
+	place := c.decls.place(vars)
 	rt := e.runtime()
 	var watched *watch
 	if e.dog != nil {
@@ -326,7 +346,7 @@ func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any, th
 		// The interrupt may have fired (or be firing): such a runtime
 		// could carry it into its next run, so it is not reused; nor is
 		// one a panic or a limit stopped in the middle of something.
-		clean := stop() && r == nil && !overLimit(err)
+		clean := stop() && r == nil && !overLimit(err) && place != atTopLevelOnce
 		if watched != nil && e.dog.unwatch(watched) {
 			clean = false
 			if err == nil { // over budget in its last instruction
@@ -340,7 +360,12 @@ func (e *Evaluator) run(ctx context.Context, src string, vars map[string]any, th
 			return &Error{Source: src, Kind: ErrRuntime, Detail: fmt.Sprintf("set %s: %v", name, err)}
 		}
 	}
-	v, err := rt.vm.RunProgram(prog)
+	var v goja.Value
+	if place == inScope {
+		v, err = rt.scoped(goja.Undefined(), rt.vm.ToValue(src))
+	} else {
+		v, err = rt.vm.RunProgram(c.prog)
+	}
 	if err != nil {
 		return e.failure(ctx, src, err)
 	}
@@ -440,6 +465,7 @@ type runtime struct {
 	globals      int
 	globalProto  *goja.Object
 	isExtensible goja.Callable // the builtin Object.isExtensible
+	scoped       goja.Callable // runs a source in a scope of its own (scope.go)
 	given        map[string]goja.Value
 }
 
@@ -464,12 +490,6 @@ func (rt *runtime) set(name string, val any) error {
 	return nil
 }
 
-// vmPool keeps VMs between evaluations; *sync.Pool is one.
-type vmPool interface {
-	Get() any
-	Put(x any)
-}
-
 // runtime takes a clean VM from the pool or makes one.
 func (e *Evaluator) runtime() *runtime {
 	if rt, ok := e.pool.Get().(*runtime); ok {
@@ -479,6 +499,10 @@ func (e *Evaluator) runtime() *runtime {
 	vm := goja.New()
 	if e.now != nil {
 		vm.SetTimeSource(e.now)
+	}
+	scoped, err := installScopedRunner(vm, e.scoped) // before the guards delete eval
+	if err != nil {
+		panic(fmt.Sprintf("script: scoped runner: %v", err)) // a bug of ours, caught by every test
 	}
 	if _, err := vm.RunProgram(e.prelude); err != nil {
 		panic(fmt.Sprintf("script: prelude: %v", err)) // a bug of ours, caught by every test
@@ -495,7 +519,7 @@ func (e *Evaluator) runtime() *runtime {
 	}
 	g := vm.GlobalObject()
 	return &runtime{vm: vm, globals: len(g.GetOwnPropertyNames()), globalProto: g.Prototype(),
-		isExtensible: isExtensible, given: make(map[string]goja.Value)}
+		isExtensible: isExtensible, scoped: scoped, given: make(map[string]goja.Value)}
 }
 
 // release removes the variables of one evaluation and pools the VM again
