@@ -110,8 +110,10 @@
 // message are therefore accessors whose setter defines the property on
 // the object assigned to, as assigning through an unfrozen prototype
 // would. The global object itself stays open (data fields are set on it):
-// a VM whose global object gained a name, changed prototype or was made
-// non-extensible is dropped rather than pooled. A data field named like a
+// the names a script gave it by assigning (tmp = 5) are deleted after the
+// evaluation, and a VM whose global object kept a name it cannot lose,
+// gained a symbol, changed prototype or was made non-extensible is
+// dropped rather than pooled. A data field named like a
 // builtin global (Math, java) cannot be set and fails the evaluation.
 //
 // A script's top-level declarations (var, let, const, function, class)

@@ -16,6 +16,7 @@ import (
 var pristine = []string{
 	`decision.equals("grant") && !decision.equals("reject") && !"grant".equals("reject")`,
 	`"a".pwned === undefined && ({}).isAdmin === undefined && [].isAdmin === undefined && !("isAdmin" in globalThis)`,
+	`!("isAdmin2" in globalThis) && globalThis[Symbol.for("isAdmin")] === undefined`,
 	`[1, 2].push(3) === 3`,
 	`Object.prototype.toString.call([]) === "[object Array]" && ({}).toString() === "[object Object]"`,
 	`typeof Math === "object" && Math.max(1, 2) === 2 && Math.random() < 1 && Math.abs(-1) === 1`,
@@ -96,7 +97,10 @@ func TestEvaluationsCannotPoisonEachOther(t *testing.T) {
 		{"setPrototypeOf Object.prototype", `Object.setPrototypeOf(Object.prototype, {isAdmin: true})`, false},
 		{"setPrototypeOf the global object", `Object.setPrototypeOf(globalThis, {isAdmin: true})`, true},
 		{"preventExtensions the global object", `Object.preventExtensions(globalThis)`, true},
-		{"a new global", `isAdmin = true`, true},
+		{"a new global", `isAdmin = true`, false},
+		{"a new global through this", `this.isAdmin = true; globalThis.isAdmin2 = 1`, false},
+		{"a global that cannot be deleted", `Object.defineProperty(globalThis, "isAdmin", {value: true})`, true},
+		{"a symbol on the global object", `globalThis[Symbol.for("isAdmin")] = true`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -24,6 +24,7 @@ func TestTopLevelDeclarationsStayWithTheirScript(t *testing.T) {
 		{"class", `class C { v() { return amount; } } new C().v()`, int64(5)},
 		{"destructuring", `var {a, b: [c = 7]} = {a: 1, b: []}; let [d, ...e] = [2, 3]; a + c + d + e[0]`, int64(13)},
 		{"strict", `"use strict"; let s = "x"; var t = s + amount; t`, "x5"},
+		{"an undeclared name assigned", `tmp = amount; tmp * 2`, int64(10)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -35,9 +36,9 @@ func TestTopLevelDeclarationsStayWithTheirScript(t *testing.T) {
 				require.Equal(t, tc.want, got)
 			}
 			got, err := ev.Eval(context.Background(),
-				`[typeof x, typeof y, typeof i, typeof twice, typeof C, typeof a, typeof s, typeof t].join()`, vars)
+				`[typeof x, typeof y, typeof i, typeof twice, typeof C, typeof a, typeof s, typeof t, typeof tmp].join()`, vars)
 			require.NoError(t, err)
-			require.Equal(t, "undefined,undefined,undefined,undefined,undefined,undefined,undefined,undefined", got)
+			require.Equal(t, "undefined,undefined,undefined,undefined,undefined,undefined,undefined,undefined,undefined", got)
 			require.EqualValues(t, 1, script.VMsMade(ev), "every evaluation ran on the first VM")
 		})
 	}

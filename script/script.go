@@ -462,7 +462,8 @@ func unchangedPrimitive(in, out goja.Value) bool {
 // variables of the evaluation it runs.
 type runtime struct {
 	vm           *goja.Runtime
-	globals      int
+	globals      map[string]bool // the global object's own names when it was made
+	symbols      int             // and how many symbols it had
 	globalProto  *goja.Object
 	isExtensible goja.Callable // the builtin Object.isExtensible
 	scoped       goja.Callable // runs a source in a scope of its own (scope.go)
@@ -518,13 +519,19 @@ func (e *Evaluator) runtime() *runtime {
 		vm.SetMaxCallStackSize(e.limits.MaxCallStackDepth)
 	}
 	g := vm.GlobalObject()
-	return &runtime{vm: vm, globals: len(g.GetOwnPropertyNames()), globalProto: g.Prototype(),
+	globals := make(map[string]bool)
+	for _, name := range g.GetOwnPropertyNames() {
+		globals[name] = true
+	}
+	return &runtime{vm: vm, globals: globals, symbols: len(g.Symbols()), globalProto: g.Prototype(),
 		isExtensible: isExtensible, scoped: scoped, given: make(map[string]goja.Value)}
 }
 
-// release removes the variables of one evaluation and pools the VM again
-// when the script left no other trace in its global scope; a VM a script
-// changed (a new global, another prototype for the global object, a
+// release removes the variables of one evaluation and the globals a
+// script made by assigning a name it had not declared (tmp = 5 in sloppy
+// code), and pools the VM again when the script left no other trace in
+// its global scope; a VM a script changed (a global it could not be
+// rid of, a symbol on the global object, another prototype for it, a
 // global object made non-extensible, an interrupt) is dropped. The
 // builtins need no check: they were frozen when the VM was made.
 func (e *Evaluator) release(rt *runtime, vars map[string]any, clean bool) {
@@ -538,7 +545,7 @@ func (e *Evaluator) release(rt *runtime, vars map[string]any, clean bool) {
 			return
 		}
 	}
-	if len(g.GetOwnPropertyNames()) != rt.globals || g.Prototype() != rt.globalProto {
+	if !rt.forgetNewGlobals() || len(g.Symbols()) != rt.symbols || g.Prototype() != rt.globalProto {
 		return
 	}
 	if ok, err := rt.isExtensible(goja.Undefined(), g); err != nil || !ok.ToBoolean() {
@@ -546,6 +553,24 @@ func (e *Evaluator) release(rt *runtime, vars map[string]any, clean bool) {
 	}
 	rt.vm.ClearInterrupt()
 	e.pool.Put(rt)
+}
+
+// forgetNewGlobals deletes the global object's own names it did not have
+// when it was made, and reports whether it has none left.
+func (rt *runtime) forgetNewGlobals() bool {
+	g := rt.vm.GlobalObject()
+	names := g.GetOwnPropertyNames()
+	if len(names) == len(rt.globals) {
+		return true // the builtin names cannot be deleted, so none is missing
+	}
+	for _, name := range names {
+		if !rt.globals[name] {
+			if err := g.Delete(name); err != nil {
+				return false
+			}
+		}
+	}
+	return len(g.GetOwnPropertyNames()) == len(rt.globals)
 }
 
 func ctxKind(err error) error {
