@@ -786,7 +786,7 @@ func (r *run) runScript(a *act) error {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.e.cfg.ScriptTimeout)
 	defer cancel()
-	out, err := r.e.eval.Exec(ctx, a.def.Script.Text, scriptCopy(vars))
+	out, err := r.e.eval.Exec(ctx, a.def.Script.Text, vars)
 	if err != nil {
 		return fmt.Errorf("script of activity %s: %w", a.def.ID, r.e.scriptLimit(err))
 	}

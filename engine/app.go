@@ -230,7 +230,7 @@ func (e *Engine) RegisterScriptAgent(class, src string) {
 func (e *Engine) runScript(ctx context.Context, call *Call, src string) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.ScriptTimeout)
 	defer cancel()
-	out, err := e.eval.Exec(ctx, src, scriptCopy(call.Params))
+	out, err := e.eval.Exec(ctx, src, call.Params)
 	if err != nil {
 		return nil, fmt.Errorf("application %s: %w", cmp.Or(call.Application, call.Hook), e.scriptLimit(err))
 	}

@@ -353,37 +353,6 @@ func integral(v any) (int64, bool) {
 	return int64(f), true
 }
 
-// scriptCopy returns vars for a script to run over: the arrays and
-// records in it are copies (deep ones), so that what a script changes in
-// place (order.total = 5) shows as a change of the value, and a script
-// that fails leaves the run's values as they were.
-func scriptCopy(vars map[string]any) map[string]any {
-	out := make(map[string]any, len(vars))
-	for name, v := range vars {
-		out[name] = deepCopy(v)
-	}
-	return out
-}
-
-// deepCopy copies the maps and slices of a JSON value.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		c := make(map[string]any, len(x))
-		for k, e := range x {
-			c[k] = deepCopy(e)
-		}
-		return c
-	case []any:
-		c := make([]any, len(x))
-		for i, e := range x {
-			c[i] = deepCopy(e)
-		}
-		return c
-	}
-	return v
-}
-
 func number(v any) (float64, bool) {
 	switch n := v.(type) {
 	case int:

@@ -292,7 +292,8 @@ func (e *Evaluator) Condition(ctx context.Context, src string, vars map[string]a
 // Exec runs src as a script (a tool agent's body) with vars as global
 // variables, and returns the values the variables hold afterwards, by
 // name, as Go values. Assignments to the names in vars are how a script
-// hands OUT and INOUT parameters back.
+// hands OUT and INOUT parameters back. The script works on copies: vars,
+// and the records and arrays in it, are never changed.
 func (e *Evaluator) Exec(ctx context.Context, src string, vars map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(vars))
 	err := e.run(ctx, src, vars, func(rt *runtime, _ goja.Value) error {
@@ -470,19 +471,14 @@ type runtime struct {
 	given        map[string]goja.Value
 }
 
-// set makes a variable visible to scripts. A time.Time becomes a JavaScript
-// Date (so that getTime() and the like work, as in Shark's deadline
-// scripts); everything else goes in as goja maps it.
+// set makes a variable visible to scripts, as a copy (toJS): a time.Time
+// becomes a JavaScript Date (so that getTime() and the like work, as in
+// Shark's deadline scripts), records and arrays objects and arrays of the
+// VM's own.
 func (rt *runtime) set(name string, val any) error {
-	var v goja.Value
-	if t, ok := val.(time.Time); ok {
-		date, err := rt.vm.New(rt.vm.Get("Date"), rt.vm.ToValue(t.UnixMilli()))
-		if err != nil {
-			return err
-		}
-		v = date
-	} else {
-		v = rt.vm.ToValue(val)
+	v, err := rt.toJS(val)
+	if err != nil {
+		return err
 	}
 	if err := rt.vm.Set(name, v); err != nil {
 		return err
