@@ -37,7 +37,7 @@ func TestRecordsAndArraysBehaveAsJavaScript(t *testing.T) {
 		`Array.isArray(rec.items) && rec.items.map(function (x) { return x * 2; }).join() === "2,4" && JSON.stringify(rec)`,
 		map[string]any{"rec": map[string]any{"z": int64(1), "items": []any{int64(1), int64(2)}, "a": "x"}})
 	require.NoError(t, err)
-	require.Equal(t, `{"a":"x","items":[1,2],"z":1}`, got, "fields in the order of their names")
+	require.Equal(t, `{"a":"x","items":[1,2],"z":1}`, got, "fields in the order of their names") //nolint:testifylint // the order is what is tested
 
 	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	got, err = ev.Eval(context.Background(), `r.due.getTime() === when.getTime() && r.due.getUTCHours()`,
