@@ -19,7 +19,10 @@ import (
 // observed after the engine's transaction committed, never for one that
 // rolled back; steps made in a host's transaction (the …Tx commands) are
 // not observed, since the engine does not see whether the host commits.
-// Every duration is by the engine's Config.Clock.
+// The outcomes of one transaction are observed in the order they
+// happened, but for an instance's end, which comes after them all (the
+// incident an instance going Locking opens is observed before
+// InstanceFinished). Every duration is by the engine's Config.Clock.
 //
 // Embed NopObserver to implement only some of the methods and stay
 // compatible when methods are added.

@@ -66,7 +66,8 @@ type run struct {
 
 	history    []store.HistoryEntry
 	events     []store.Event
-	eventActs  []*act // per event: the activity its payload names, if any
+	finishing  []func(Observer) // the instance's end, observed after the rest at flush
+	eventActs  []*act           // per event: the activity its payload names, if any
 	records    []Record
 	recordActs []*act // per record: the activity it names, if any
 	inline     []*act // activities of activity sets to start in this transaction
@@ -298,7 +299,9 @@ func (r *run) setProcess(cmd machine.ProcessCommand, diagnosis string) error {
 	if outcome := instanceOutcome[to]; outcome != "" && r.e.observer != nil {
 		o := InstanceFinished{Package: r.packageID(), Process: r.pi.ProcessDefID, Version: r.version(), Instance: r.pi.ID,
 			Outcome: outcome, Duration: r.e.clock.Now().Sub(r.pi.CreatedAt)}
-		r.note(func(obs Observer) { obs.InstanceFinished(o) })
+		// Observed last of the run's observations (flush), after the
+		// incident that a Locked instance opens in the same run.
+		r.finishing = append(r.finishing, func(obs Observer) { obs.InstanceFinished(o) })
 	}
 	switch to {
 	case wftype.ProcessLocking:
@@ -636,6 +639,8 @@ func (r *run) flush(hosted bool) error {
 	if err := r.flushIncidents(); err != nil {
 		return err
 	}
+	r.observed = append(r.observed, r.finishing...)
+	r.finishing = nil
 	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {
 		return err
 	}
