@@ -127,8 +127,8 @@ func TestExportIsHeldToTheLimits(t *testing.T) {
 // guards let everything through).
 func TestNegativeLimitsAreOff(t *testing.T) {
 	t.Parallel()
-	ev := script.New(script.Config{Limits: script.Limits{MemoryBudget: -1, MaxCallStackDepth: -1, MaxResultBytes: -1}})
-	require.Equal(t, script.Limits{MemoryBudget: -1, MaxCallStackDepth: -1, MaxResultBytes: -1}, ev.Limits())
+	ev := script.New(script.Config{Limits: script.Limits{MemoryBudget: -1, MaxCallStackDepth: -1, MaxResultBytes: -1, MaxResultTotalBytes: -1}})
+	require.Equal(t, script.Limits{MemoryBudget: -1, MaxCallStackDepth: -1, MaxResultBytes: -1, MaxResultTotalBytes: -1}, ev.Limits())
 	got, err := ev.Eval(t.Context(), `function f(n) { return n == 0 ? 0 : 1 + f(n - 1) } f(5000) + "x".repeat(3 << 20).length`, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(5000+3<<20), got)
@@ -214,4 +214,29 @@ func TestGuardedBuiltinsKeepTheirMeaning(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// What a script hands back is measured as it will be stored: an object it
+// refers to many times counts every time (its JSON repeats it), a cycle is
+// larger than any limit, and all the variables together are held to
+// MaxResultTotalBytes.
+func TestSharedAndCyclicValuesCountAsStored(t *testing.T) {
+	t.Parallel()
+	ev := script.New(script.Config{Limits: script.Limits{MaxResultBytes: 1 << 20, MaxResultTotalBytes: 2 << 20}})
+	for _, src := range []string{
+		`var o = {s: "x".repeat(1 << 18)}; var a = []; for (var i = 0; i < 2000; i++) a.push(o); big = a`,
+		`var o = {}; o.self = o; big = o`,
+		`var a = [1]; a.push(a); big = a`,
+	} {
+		_, err := ev.Exec(t.Context(), src, map[string]any{"big": nil})
+		require.ErrorIs(t, err, script.ErrValueTooLarge, src)
+		require.ErrorContains(t, err, "variable big is larger than 1.0 MiB (MaxResultBytes)", src)
+	}
+	vars := map[string]any{"a": "", "b": "", "c": "", "d": ""}
+	_, err := ev.Exec(t.Context(), `var s = "x".repeat(900000); a = s; b = s; c = s`, vars)
+	require.ErrorIs(t, err, script.ErrValueTooLarge)
+	require.ErrorContains(t, err, "the variables it hands back are larger than 2.0 MiB together (MaxResultTotalBytes)")
+	out, err := ev.Exec(t.Context(), `var s = "x".repeat(900000); a = s; b = s`, vars)
+	require.NoError(t, err)
+	require.Len(t, out["b"], 900000)
 }

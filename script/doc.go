@@ -26,7 +26,10 @@
 //   - Call depth: Limits.MaxCallStackDepth (default 1024 nested calls);
 //     ErrStackDepth.
 //   - Result: Limits.MaxResultBytes (default 1 MiB), the size of a value
-//     Eval returns or Exec hands back, about its JSON's; ErrValueTooLarge.
+//     Eval returns or Exec hands back, about its JSON's (an object referred
+//     to twice counts twice, as its JSON repeats it); ErrValueTooLarge.
+//     Limits.MaxResultTotalBytes (default 4 MiB) bounds all that Exec
+//     hands back together.
 //
 // # How the memory budget is kept
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,9 @@ const (
 	// DefaultMaxResultBytes is the largest value an evaluation may hand
 	// back (about its JSON's size): 1 MiB, for a process variable.
 	DefaultMaxResultBytes = 1 << 20
+	// DefaultMaxResultTotalBytes is the most Exec may hand back for all
+	// its variables together: 4 MiB, the engine's largest value.
+	DefaultMaxResultTotalBytes = 4 << 20
 )
 
 // DefaultMatchTimeout is Config.MatchTimeout's default: the engine's
@@ -56,7 +61,8 @@ var (
 	// (a runaway recursion), or JSON nested as deep.
 	ErrStackDepth = errors.New("script call stack depth exceeded")
 	// ErrValueTooLarge: the value the script hands back is larger than
-	// Limits.MaxResultBytes.
+	// Limits.MaxResultBytes, or all it hands back together larger than
+	// Limits.MaxResultTotalBytes.
 	ErrValueTooLarge = errors.New("script value too large")
 )
 
@@ -92,6 +98,11 @@ type Limits struct {
 	// default DefaultMaxResultBytes. Exec does not measure a string or
 	// number the script left as it was given.
 	MaxResultBytes int64 `json:"maxResultBytes"`
+	// MaxResultTotalBytes is the most Exec hands back for all its
+	// variables together, measured the same way (a script could
+	// otherwise give each of a thousand variables the same large
+	// string); default DefaultMaxResultTotalBytes.
+	MaxResultTotalBytes int64 `json:"maxResultTotalBytes"`
 }
 
 // WithDefaults returns l with the defaults in its zero fields; negative
@@ -105,6 +116,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxResultBytes == 0 {
 		l.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if l.MaxResultTotalBytes == 0 {
+		l.MaxResultTotalBytes = DefaultMaxResultTotalBytes
 	}
 	return l
 }
@@ -269,7 +283,7 @@ func (e *Evaluator) program(src string) (*compiled, error) {
 func (e *Evaluator) Eval(ctx context.Context, src string, vars map[string]any) (any, error) {
 	var out any
 	err := e.run(ctx, src, vars, func(rt *runtime, v goja.Value) error {
-		if err := e.checkSize(v, "the result"); err != nil {
+		if _, err := e.checkSize(v, "the result"); err != nil {
 			return err
 		}
 		out = v.Export()
@@ -297,14 +311,20 @@ func (e *Evaluator) Condition(ctx context.Context, src string, vars map[string]a
 func (e *Evaluator) Exec(ctx context.Context, src string, vars map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(vars))
 	err := e.run(ctx, src, vars, func(rt *runtime, _ goja.Value) error {
-		for name := range vars {
+		var total int64
+		for _, name := range slices.Sorted(maps.Keys(vars)) {
 			v := rt.vm.Get(name)
 			if v == nil {
 				continue
 			}
 			if in, ok := rt.given[name]; !ok || !unchangedPrimitive(in, v) {
-				if err := e.checkSize(v, "variable "+name); err != nil {
+				n, err := e.checkSize(v, "variable "+name)
+				if err != nil {
 					return err
+				}
+				if total += n; e.limits.MaxResultTotalBytes >= 0 && total > e.limits.MaxResultTotalBytes {
+					return &limitError{kind: ErrValueTooLarge, detail: fmt.Sprintf("the variables it hands back are larger than %s together (MaxResultTotalBytes)",
+						bytesText(e.limits.MaxResultTotalBytes))}
 				}
 			}
 			out[name] = v.Export()
@@ -435,17 +455,22 @@ func (e *limitError) Error() string { return e.kind.Error() + ": " + e.detail }
 // Unwrap returns the sentinel.
 func (e *limitError) Unwrap() error { return e.kind }
 
-// checkSize fails when v is larger than MaxResultBytes; what names the
-// value in the message.
-func (e *Evaluator) checkSize(v goja.Value, what string) error {
+// checkSize measures v and fails when it is larger than MaxResultBytes;
+// what names the value in the message.
+func (e *Evaluator) checkSize(v goja.Value, what string) (int64, error) {
 	max := e.limits.MaxResultBytes
 	if max < 0 {
-		return nil
+		max = e.limits.MaxResultTotalBytes // still measured for the total
+		if max < 0 {
+			return 0, nil
+		}
+		return sizeOf(v, max), nil
 	}
-	if n := sizeOf(v, max); n > max {
-		return &limitError{kind: ErrValueTooLarge, detail: fmt.Sprintf("%s is larger than %s (MaxResultBytes)", what, bytesText(max))}
+	n := sizeOf(v, max)
+	if n > max {
+		return n, &limitError{kind: ErrValueTooLarge, detail: fmt.Sprintf("%s is larger than %s (MaxResultBytes)", what, bytesText(max))}
 	}
-	return nil
+	return n, nil
 }
 
 // unchangedPrimitive tells a string, number or boolean Exec was given and

@@ -18,25 +18,24 @@ const (
 
 // sizeOf estimates how large v is once exported, about the size of its
 // JSON, and stops counting once the estimate passes max (it returns a
-// number above max then). It walks without recursion, each object once
-// (a cycle, or an object referred to twice, counts once), and reads
-// properties as the script would, so it must run under the evaluation's
-// limits: a getter is a script too.
+// number above max then). It walks without recursion and counts an object
+// every time it is referred to, as its JSON would repeat it: an array of
+// a thousand references to one large object is a thousand times as large
+// once exported and stored, and a cycle is larger than any max. Every
+// object it reads adds to the count, so the walk ends after at most max/2
+// of them. It reads properties as the script would, so it must run under
+// the evaluation's limits: a getter is a script too.
 func sizeOf(v goja.Value, max int64) int64 {
 	var (
 		total int64
 		todo  []*goja.Object
-		seen  = make(map[*goja.Object]bool)
 	)
 	// add counts a value: a scalar at once, an object when its turn comes.
 	add := func(v goja.Value) {
 		obj, isObject := v.(*goja.Object)
 		switch {
 		case isObject:
-			if !seen[obj] {
-				seen[obj] = true
-				todo = append(todo, obj)
-			}
+			todo = append(todo, obj)
 		case v == nil || goja.IsUndefined(v) || goja.IsNull(v):
 			total += scalarSize
 		default:

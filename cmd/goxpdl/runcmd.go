@@ -89,7 +89,7 @@ Exit status:
 	   or it did not end within --timeout, or run was interrupted
 `
 
-const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--timeout D] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--condition-timeout D] [--script-timeout D] FILE...
+const runShortUsage = `Usage: goxpdl run [--process ID|NAME] [--timeout D] [--db DSN] [--set NAME=VALUE]... [--hook CLASS=JS]... [--workitems auto|none] [--org FILE] [--dead-branch lock|end] [--trace jsonl] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--script-result-total SIZE] [--condition-timeout D] [--script-timeout D] FILE...
 Run "goxpdl help run" for details.
 `
 

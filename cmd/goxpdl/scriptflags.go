@@ -24,6 +24,8 @@ const scriptFlagsUsage = `	--script-memory SIZE  how far the heap may grow while
 	                    off: no limit)
 	--script-result SIZE  the largest value a script may hand back (default
 	                    1MiB; off: no limit)
+	--script-result-total SIZE  the most a script may hand back for all
+	                    its variables together (default 4MiB; off: no limit)
 	--condition-timeout D  the time limit of each condition and expression
 	                    (default 1s)
 	--script-timeout D  the time limit of each script task and script tool
@@ -31,7 +33,7 @@ const scriptFlagsUsage = `	--script-memory SIZE  how far the heap may grow while
 
 // scriptFlags are the flags of scriptFlagsUsage.
 type scriptFlags struct {
-	memory, result            sizeFlag
+	memory, result, total     sizeFlag
 	depth                     depthFlag
 	conditionTime, scriptTime time.Duration
 }
@@ -40,6 +42,7 @@ type scriptFlags struct {
 func (f *scriptFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.memory, "script-memory", "SIZE or off")
 	fs.Var(&f.result, "script-result", "SIZE or off")
+	fs.Var(&f.total, "script-result-total", "SIZE or off")
 	fs.Var(&f.depth, "script-depth", "N or off")
 	fs.DurationVar(&f.conditionTime, "condition-timeout", 0, "time limit of a condition")
 	fs.DurationVar(&f.scriptTime, "script-timeout", 0, "time limit of a script")
@@ -59,7 +62,8 @@ func (f *scriptFlags) check() error {
 // apply sets the limits given in cfg; those not given keep the engine's
 // defaults.
 func (f *scriptFlags) apply(cfg *engine.Config) {
-	cfg.ScriptLimits = script.Limits{MemoryBudget: int64(f.memory), MaxCallStackDepth: int(f.depth), MaxResultBytes: int64(f.result)}
+	cfg.ScriptLimits = script.Limits{MemoryBudget: int64(f.memory), MaxCallStackDepth: int(f.depth), MaxResultBytes: int64(f.result),
+		MaxResultTotalBytes: int64(f.total)}
 	cfg.ConditionTimeout, cfg.ScriptTimeout = f.conditionTime, f.scriptTime
 }
 

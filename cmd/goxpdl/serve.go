@@ -32,7 +32,7 @@ import (
 const serveUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE]
                     [--read-only] [--demo] [--log-format text|json] [--log-level L]
                     [--script-memory SIZE] [--script-depth N] [--script-result SIZE]
-                    [--condition-timeout D] [--script-timeout D]
+                    [--script-result-total SIZE] [--condition-timeout D] [--script-timeout D]
 
 Serve runs the engine and its administration console in one process: the
 console's pages at /, its JSON API at /api/, and (see docs/serve.md)
@@ -76,7 +76,7 @@ file, a file or the database cannot be used, the address cannot be
 listened on, or the server failed.
 `
 
-const serveShortUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE] [--read-only] [--demo] [--log-format text|json] [--log-level L] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--condition-timeout D] [--script-timeout D]
+const serveShortUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE] [--read-only] [--demo] [--log-format text|json] [--log-level L] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--script-result-total SIZE] [--condition-timeout D] [--script-timeout D]
 Run "goxpdl help serve" for details.
 `
 
