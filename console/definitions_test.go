@@ -305,6 +305,21 @@ const invalidXPDL = `<Package xmlns="http://www.wfmc.org/2008/XPDL2.1" Id="broke
   </WorkflowProcess></WorkflowProcesses>
 </Package>`
 
+// timerStartXPDL is a package whose process starts by a timer with the
+// TimeCycle cycle.
+func timerStartXPDL(cycle string) string {
+	return `<Package xmlns="http://www.wfmc.org/2009/XPDL2.2" Id="ticks">
+  <PackageHeader><XPDLVersion>2.2</XPDLVersion><Vendor>t</Vendor><Created>2026</Created></PackageHeader>
+  <WorkflowProcesses><WorkflowProcess Id="tick">
+    <Activities>
+      <Activity Id="Tick"><Event><StartEvent Trigger="Timer"><TriggerTimer><TimeCycle>` + cycle + `</TimeCycle></TriggerTimer></StartEvent></Event></Activity>
+      <Activity Id="Work"><Implementation><No/></Implementation></Activity>
+    </Activities>
+    <Transitions><Transition Id="t1" From="Tick" To="Work"/></Transitions>
+  </WorkflowProcess></WorkflowProcesses>
+</Package>`
+}
+
 func TestDeployRefused(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, db *gorm.DB) {
@@ -327,6 +342,8 @@ func TestDeployRefused(t *testing.T) {
 			{"over a definition limit", []upload{{"nested.xpdl", xpdltest.Sized("Nesting", xpdl.DefaultMaxNesting+1)}}, http.StatusUnprocessableEntity, "invalid", "limit", 11},
 			{"one of two invalid", []upload{{"review.xpdl", reviewSource(t)}, {"broken.xpdl", invalidXPDL}}, http.StatusUnprocessableEntity, "invalid", "", 5},
 			{"subflow in no file", []upload{{"parent.xpdl", parentXPDL}}, http.StatusUnprocessableEntity, "invalid", "", 0},
+			{"a timer that repeats every millisecond", []upload{{"t.xpdl", timerStartXPDL("R/PT0.001S")}}, http.StatusUnprocessableEntity, "invalid", "", 0},
+			{"a timer that cannot be worked out", []upload{{"t.xpdl", timerStartXPDL("every now and then")}}, http.StatusUnprocessableEntity, "invalid", "", 0},
 			{"too large", []upload{{"big.xpdl", strings.Repeat("<!-- padding -->", (17<<20)/16)}}, http.StatusRequestEntityTooLarge, "too_large", "", 0},
 			{"no file", nil, http.StatusBadRequest, "bad_request", "", 0},
 		}

@@ -116,7 +116,8 @@ func classify(err error) (int, apiError) {
 	case errors.Is(err, xpdl.ErrInvalid):
 		return http.StatusUnprocessableEntity, withCode(e, "invalid")
 	case errors.Is(err, engine.ErrUnknownVariable), errors.Is(err, engine.ErrWrongType),
-		errors.Is(err, engine.ErrEmptyProcess), errors.Is(err, engine.ErrAmbiguousProcess):
+		errors.Is(err, engine.ErrEmptyProcess), errors.Is(err, engine.ErrAmbiguousProcess),
+		errors.Is(err, engine.ErrBadTimer): // a definition's timer that cannot be worked out, or repeats too often
 		return http.StatusUnprocessableEntity, withCode(e, "invalid")
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, withCode(e, "method_not_allowed")

@@ -183,6 +183,11 @@ type Config struct {
 	// rather than starting instances until the database fills. Zero or
 	// negative takes DefaultMaxSubflowDepth.
 	MaxSubflowDepth int
+	// MinTimerCycle is the shortest interval a repeating timer may have:
+	// a deployment with a TimeCycle (of a timer event) or a Reminder
+	// policy that repeats more often is refused with ErrBadTimer. Zero
+	// takes DefaultMinTimerCycle (one second); negative allows any.
+	MinTimerCycle time.Duration
 	// DeadBranch says what a lost branch does: a completed activity that
 	// has outgoing transitions and fires none of them (its conditions all
 	// failed and none is OTHERWISE). DeadBranchLock (the default, paper
@@ -379,6 +384,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxSubflowDepth <= 0 {
 		cfg.MaxSubflowDepth = DefaultMaxSubflowDepth
+	}
+	if cfg.MinTimerCycle == 0 {
+		cfg.MinTimerCycle = DefaultMinTimerCycle
 	}
 	if cfg.RescueInterval == 0 {
 		cfg.RescueInterval = time.Minute

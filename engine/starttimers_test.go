@@ -178,6 +178,24 @@ func TestTimerStartEvents(t *testing.T) {
 			}
 			_, err = h.e.Deploy(h.ctx, []byte(startTimerXPDL(`<TimeCycle>R0/PT1H</TimeCycle>`)))
 			require.ErrorIs(t, err, timer.ErrBadSchedule)
+			// A timer that repeats more often than Config.MinTimerCycle
+			// (one second): a start event's, a boundary event's, a
+			// reminder's. Once, or a second apart, is fine.
+			for trigger, want := range map[string]string{
+				`<TimeCycle>R/PT0.001S</TimeCycle>`: `the TimeCycle of activity Every in process report, "R/PT0.001S", repeats every 1ms, more often than Config.MinTimerCycle (1s)`,
+				`<TimeCycle>PT0.5S</TimeCycle>`:     `"PT0.5S", repeats every 500ms`,
+				`<TimeCycle>R5/PT0.1S</TimeCycle>`:  `"R5/PT0.1S", repeats every 100ms`,
+			} {
+				_, err := h.e.Deploy(h.ctx, []byte(startTimerXPDL(trigger)))
+				require.ErrorIs(t, err, engine.ErrBadTimer, trigger)
+				require.ErrorContains(t, err, want)
+			}
+			_, err = h.e.Deploy(h.ctx, []byte(strings.Replace(boundaryCycleXPDL, "R2/PT1H", "R/PT0.01S", 1)))
+			require.ErrorContains(t, err, `the TimeCycle of activity Nudge in process nudges, "R/PT0.01S", repeats every 10ms`)
+			_, err = h.e.Deploy(h.ctx, []byte(strings.Replace(startTimerXPDL(`<TimeCycle>R/PT1H</TimeCycle>`),
+				`<Activity Id="Write">`, `<Activity Id="Write"><ExtendedAttributes><ExtendedAttribute Name="Reminder" Value="every=PT0.2S"/></ExtendedAttributes>`, 1)))
+			require.ErrorIs(t, err, engine.ErrBadTimer)
+			require.ErrorContains(t, err, `the Reminder policy of activity Write in process report, "every=PT0.2S", repeats every 200ms`)
 			after, err := h.e.Deployments(h.ctx)
 			require.NoError(t, err)
 			require.Equal(t, before, after, "nothing was deployed")
