@@ -27,9 +27,11 @@ var dot struct {
 // points per inch: Graphviz takes node sizes in inches.
 const ppi = 72.0
 
-// auto lays the flow out with Graphviz dot, left to right, then sorts
-// the nodes into lanes (see lanesAfterDot).
-func (b *builder) auto(ctx context.Context) error {
+// auto lays the flow out with Graphviz dot, left to right, or, when it
+// has more than maxGraphviz activities to place, with the grid layout;
+// then it sorts the nodes into lanes (see lanesAfterDot). It returns the
+// source of the positions.
+func (b *builder) auto(ctx context.Context, maxGraphviz int) (Source, error) {
 	for i := range b.nodes {
 		b.nodes[i].Lane = b.laneKey(b.flow.Activities[i], xpdl.NodeGraphics{})
 	}
@@ -41,14 +43,20 @@ func (b *builder) auto(ctx context.Context) error {
 			laid = append(laid, i)
 		}
 	}
-	if len(laid) > 0 {
+	source := SourceAuto
+	switch {
+	case len(laid) == 0:
+	case maxGraphviz >= 0 && len(laid) > maxGraphviz:
+		b.grid(laid)
+		source = SourceGrid
+	default:
 		if err := b.runDot(ctx, laid); err != nil {
-			return err
+			return "", err
 		}
 	}
 	b.lanesAfterDot()
 	b.attachBoundaryEvents()
-	return nil
+	return source, nil
 }
 
 // inheritLanes gives an activity with no performer (a route, an event, an

@@ -23,6 +23,11 @@ type Options struct {
 	// IgnoreCoordinates lays the graph out automatically even when the
 	// file carries usable coordinates.
 	IgnoreCoordinates bool
+	// MaxGraphviz is the most activities the automatic layout hands to
+	// Graphviz; a flow with more gets the grid layout, which takes
+	// linear time (SourceGrid). Zero means DefaultMaxGraphviz; negative,
+	// Graphviz whatever the size.
+	MaxGraphviz int
 }
 
 // Source says where a layout's positions came from.
@@ -34,6 +39,9 @@ const (
 	SourceFile Source = "file"
 	// SourceAuto: the automatic layered layout (Graphviz dot).
 	SourceAuto Source = "auto"
+	// SourceGrid: the automatic layout of a flow too large for Graphviz
+	// (Options.MaxGraphviz): columns by rank, straight routes.
+	SourceGrid Source = "grid"
 )
 
 // Shape is how a node is drawn.
@@ -162,10 +170,15 @@ func NewLayout(ctx context.Context, pkg *xpdl.Package, processID string, opts Op
 	if !opts.IgnoreCoordinates && b.fromFile() {
 		l.Source = SourceFile
 	} else {
-		if err := b.auto(ctx); err != nil {
+		maxGraphviz := opts.MaxGraphviz
+		if maxGraphviz == 0 {
+			maxGraphviz = DefaultMaxGraphviz
+		}
+		source, err := b.auto(ctx, maxGraphviz)
+		if err != nil {
 			return nil, fmt.Errorf("diagram: process %q: %w", processID, err)
 		}
-		l.Source = SourceAuto
+		l.Source = source
 	}
 	b.finish(l)
 	return l, nil
