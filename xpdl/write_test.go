@@ -219,7 +219,6 @@ func TestWriteCorpusRoundTrip(t *testing.T) {
 // samples), which the writer keeps in their 1.0 form, Tool.
 var inherentSchemaError = regexp.MustCompile(`Duplicate key-sequence|No match found for key-sequence|XPDL2.2}Tool': This element is not expected`)
 
-
 func readFile(tb testing.TB, path string) []byte {
 	tb.Helper()
 	b, err := os.ReadFile(path)
