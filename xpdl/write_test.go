@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -150,56 +151,66 @@ func TestWriteCorpusRoundTrip(t *testing.T) {
 	dir := requireCorpus(t)
 	xsd := newXSDChecker(t)
 	files := corpusFiles(t, dir)
-	var read, same, accepted, rewrites, schemaValid int
-	notSchemaValid := 0
-	for _, rel := range files {
-		res := loadCorpusFile(t, dir, rel)
-		if res.err != nil {
-			continue
-		}
-		read++
-		t.Run(rel, func(t *testing.T) {
-			want, err := xpdl.Read(bytes.NewReader(readFile(t, filepath.Join(dir, filepath.FromSlash(rel)))), &xpdl.ReadOpts{Name: rel})
-			require.NoError(t, err)
-			back, out := roundTrip(t, want)
-			normaliseForWrite(want)
-			if diff := cmp.Diff(want, back, modelEqual); diff != "" {
-				t.Fatalf("%s: model differs after writing (-read +written):\n%s", rel, diff)
-			}
-			same++
-			if res.accepted() {
-				for i, ext := range back.ExternalPackages {
-					ext.Package = res.pkg.ExternalPackages[i].Package
-				}
-				opts := &xpdl.ValidateOpts{}
-				for _, sib := range corpusDeployed[rel] {
-					pkg, err := xpdl.Load(filepath.Join(dir, filepath.FromSlash(sib)), nil)
-					require.NoError(t, err)
-					opts.Deployed = append(opts.Deployed, pkg)
-				}
-				problems := xpdl.Validate(back, opts)
-				require.Falsef(t, problems.HasErrors(), "accepted, but not once written:\n%v", problems.Errors())
-				accepted++
-				// The engine runs the rewritten model: the same rewrites.
-				_, wantSteps, wantErr := xpdl.Rewrite(res.pkg)
-				_, gotSteps, gotErr := xpdl.Rewrite(back)
-				require.Equal(t, wantErr == nil, gotErr == nil, "rewrite errors: %v, once written %v", wantErr, gotErr)
-				require.Equal(t, wantSteps, gotSteps)
-				rewrites += len(gotSteps)
-			}
-			if msg := xsd.check(t, out); msg != "" {
-				notSchemaValid++
-				for _, line := range strings.Split(strings.TrimSpace(msg), "\n") {
-					if !strings.Contains(line, "validity error") || inherentSchemaError.MatchString(line) {
-						continue
-					}
-					t.Errorf("written file not schema-valid beyond its model's identity constraints: %s", line)
-				}
-			} else {
-				schemaValid++
-			}
-		})
+	var (
+		mu                                                          sync.Mutex
+		read, same, accepted, rewrites, schemaValid, notSchemaValid int
+	)
+	count := func(n *int, by int) {
+		mu.Lock()
+		defer mu.Unlock()
+		*n += by
 	}
+	t.Run("file", func(t *testing.T) {
+		for _, rel := range files {
+			t.Run(rel, func(t *testing.T) {
+				t.Parallel()
+				res := loadCorpusFile(t, dir, rel)
+				if res.err != nil {
+					return
+				}
+				count(&read, 1)
+				want, err := xpdl.Read(bytes.NewReader(readFile(t, filepath.Join(dir, filepath.FromSlash(rel)))), &xpdl.ReadOpts{Name: rel})
+				require.NoError(t, err)
+				back, out := roundTrip(t, want)
+				normaliseForWrite(want)
+				if diff := cmp.Diff(want, back, modelEqual); diff != "" {
+					t.Fatalf("%s: model differs after writing (-read +written):\n%s", rel, diff)
+				}
+				count(&same, 1)
+				if res.accepted() {
+					for i, ext := range back.ExternalPackages {
+						ext.Package = res.pkg.ExternalPackages[i].Package
+					}
+					opts := &xpdl.ValidateOpts{}
+					for _, sib := range corpusDeployed[rel] {
+						pkg, err := xpdl.Load(filepath.Join(dir, filepath.FromSlash(sib)), nil)
+						require.NoError(t, err)
+						opts.Deployed = append(opts.Deployed, pkg)
+					}
+					problems := xpdl.Validate(back, opts)
+					require.Falsef(t, problems.HasErrors(), "accepted, but not once written:\n%v", problems.Errors())
+					count(&accepted, 1)
+					// The engine runs the rewritten model: the same rewrites.
+					_, wantSteps, wantErr := xpdl.Rewrite(res.pkg)
+					_, gotSteps, gotErr := xpdl.Rewrite(back)
+					require.Equal(t, wantErr == nil, gotErr == nil, "rewrite errors: %v, once written %v", wantErr, gotErr)
+					require.Equal(t, wantSteps, gotSteps)
+					count(&rewrites, len(gotSteps))
+				}
+				if msg := xsd.check(t, out); msg != "" {
+					count(&notSchemaValid, 1)
+					for _, line := range strings.Split(strings.TrimSpace(msg), "\n") {
+						if !strings.Contains(line, "validity error") || inherentSchemaError.MatchString(line) {
+							continue
+						}
+						t.Errorf("written file not schema-valid beyond its model's identity constraints: %s", line)
+					}
+				} else {
+					count(&schemaValid, 1)
+				}
+			})
+		}
+	})
 	t.Logf("corpus: %d files read, %d the same after writing, %d accepted again (%d rewrites, the same); "+
 		"written files schema-valid %d, invalid only as inherentSchemaError says %d",
 		read, same, accepted, rewrites, schemaValid, notSchemaValid)
