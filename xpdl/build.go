@@ -5,35 +5,29 @@ import (
 	"strconv"
 )
 
-// Building packages in Go.
+// SourceBuilt is the Source of a package Build returns; problems name it
+// as their file, and have no line or column.
+const SourceBuilt = "<built>"
+
+// PackageBuilder builds a Package in Go: the model Read makes of the
+// equivalent XPDL 2.2 file. Create one with NewPackage.
 //
-// NewPackage and NewProcess build the same model Read gives for the
-// equivalent XPDL 2.2 file, and Build checks it with Validate (and the
-// deploy-time rewrite), as a file is checked: a process written in Go is
-// deployed, run, shown and exported (Write) like one written in XPDL.
-//
-// The builders are written to be used a statement at a time. A method
-// that adds an element (an activity, a transition, a data field) returns
-// the builder of that element, for its optional settings; a method that
-// sets something returns the builder it was called on:
+// The builders are used a statement at a time. A method that adds an
+// element (an activity, a transition, a data field) returns the builder
+// of that element, for its optional settings; a method that sets
+// something returns the builder it was called on:
 //
 //	p := xpdl.NewProcess("order")
 //	p.DataField("approved", xpdl.Basic(xpdl.BasicBoolean))
 //	p.UserTask("approve").Performer("clerk")
 //	p.ApplicationTask("ship", "ship", "orderId", "tracking")
 //	p.Transition("approve", "ship").When("approved")
+//	pkg, err := xpdl.NewPackage("orders").Participant("clerk", "Clerk", xpdl.ParticipantRole).
+//		Application("ship").Process(p).Build()
 //
-// Nothing is checked until Build, which reports every problem at once
-// (a *ValidationError with the validator's typed problems, codes as in
-// docs/xpdl-support.md; misuses of the builders themselves have the code
-// "builder"). Ids are the caller's; a transition added without one gets
-// FROM_TO (made unique) at Build.
-
-// SourceBuilt is the Source of a package Build returns; problems name it
-// as their file, and have no line or column.
-const SourceBuilt = "<built>"
-
-// PackageBuilder builds a Package. Create one with NewPackage.
+// Nothing is checked until Build, which reports every problem at once.
+// Ids are the caller's; a transition added without one gets FROM_TO
+// (made unique) at Build. Expressions are in the package's language.
 type PackageBuilder struct {
 	pkg      *Package
 	procs    []*ProcessBuilder
