@@ -200,11 +200,17 @@ func TestWriteUnwritable(t *testing.T) {
 		return pkg
 	}
 	for name, spoil := range map[string]func(*xpdl.Package){
-		"NUL in a name":            func(p *xpdl.Package) { p.Processes[0].Activities[0].Name = "a\x00b" },
-		"invalid UTF-8":            func(p *xpdl.Package) { p.Name = "\xff" },
-		"U+FFFE":                   func(p *xpdl.Package) { p.Header.Description = "\uFFFE" },
-		"content not XML":          func(p *xpdl.Package) { p.ExtendedAttributes = xpdl.ExtendedAttributes{{Name: "x", Content: "<a>"}} },
-		"nil activity":             func(p *xpdl.Package) { p.Processes[0].Activities = append(p.Processes[0].Activities, nil) },
+		"NUL in a name":    func(p *xpdl.Package) { p.Processes[0].Activities[0].Name = "a\x00b" },
+		"invalid UTF-8":    func(p *xpdl.Package) { p.Name = "\xff" },
+		"U+FFFE":           func(p *xpdl.Package) { p.Header.Description = "\uFFFE" },
+		"content not XML":  func(p *xpdl.Package) { p.ExtendedAttributes = xpdl.ExtendedAttributes{{Name: "x", Content: "<a>"}} },
+		"nil activity":     func(p *xpdl.Package) { p.Processes[0].Activities = append(p.Processes[0].Activities, nil) },
+		"nil activity set": func(p *xpdl.Package) { p.Processes[0].ActivitySets = []*xpdl.ActivitySet{nil} },
+		"nil transition":   func(p *xpdl.Package) { p.Processes[0].Transitions = []*xpdl.Transition{nil} },
+		"nil deadline":     func(p *xpdl.Package) { p.Processes[0].Activities[0].Deadlines = []*xpdl.Deadline{nil} },
+		"event without Event": func(p *xpdl.Package) {
+			p.Processes[0].Activities[0].Kind = xpdl.ActivityEvent
+		},
 		"nil process":              func(p *xpdl.Package) { p.Processes = append(p.Processes, nil) },
 		"unknown kind":             func(p *xpdl.Package) { p.Processes[0].Activities[0].Kind = "Teleport" },
 		"unknown application type": func(p *xpdl.Package) { p.Applications = []*xpdl.Application{{ID: "x", Type: "Corba"}} },

@@ -103,3 +103,27 @@ func TestReadValidateSeeds(t *testing.T) {
 		})
 	}
 }
+
+// FuzzWrite reads arbitrary bytes and, when they read, writes the package
+// as XPDL 2.2 and reads that back. It checks that Write does not panic,
+// fails only with ErrUnwritable, and otherwise gives back the model read
+// (modelEqual, normaliseForWrite).
+//
+//	go test ./xpdl -run='^$' -fuzz=FuzzWrite -fuzztime=60s
+func FuzzWrite(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pkg, err := xpdl.Read(bytes.NewReader(data), &fuzzReadOpts)
+		if err != nil {
+			return
+		}
+		out, err := xpdl.Marshal(pkg)
+		if err != nil {
+			require.ErrorIs(t, err, xpdl.ErrUnwritable)
+			return
+		}
+		requireSameModel(t, pkg, out)
+	})
+}

@@ -272,7 +272,13 @@ func (w *writer) pages(root *etree.Element) {
 		if proc == nil {
 			continue
 		}
-		for _, f := range proc.Flows() {
+		flows := []*Flow{&proc.Flow}
+		for _, set := range proc.ActivitySets {
+			if set != nil { // a nil one is refused where it is written
+				flows = append(flows, &set.Flow)
+			}
+		}
+		for _, f := range flows {
 			for _, a := range f.Activities {
 				if a != nil {
 					add(a.Graphics)
@@ -946,12 +952,12 @@ func (w *writer) loop(e *etree.Element, l *Loop) {
 }
 
 // transitionRestrictions writes the declared Join and Split of a, and an
-// implicit one that an XPDL 2.2 reading would fill in differently (the
-// split of an XPDL 1.0 Route, which XPDL 2 Routes type by their gateway).
+// implicit one that an XPDL 2.2 reading would fill in differently (that
+// of an XPDL 1.0 Route, which XPDL 2 Routes type by their gateway).
 func (w *writer) transitionRestrictions(e *etree.Element, a *Activity) {
-	join := a.Join.Type != GatewayNone && (!a.Join.Implicit || a.Join.Type != implicit22(a, GatewayXOR))
+	join := a.Join.Type != GatewayNone && (!a.Join.Implicit || !implicitAlike(a, a.Join.Type, GatewayXOR))
 	split := a.Split.Type != GatewayNone &&
-		(!a.Split.Implicit || a.Split.Type != implicit22(a, GatewayOR) || len(a.Split.TransitionRefs) > 0)
+		(!a.Split.Implicit || !implicitAlike(a, a.Split.Type, GatewayOR) || len(a.Split.TransitionRefs) > 0)
 	if !join && !split {
 		return
 	}
@@ -973,16 +979,15 @@ func (w *writer) transitionRestrictions(e *etree.Element, a *Activity) {
 	}
 }
 
-// implicit22 is the type an XPDL 2 reading gives an implicit gateway of
-// a: a Route's gateway type, else dflt.
-func implicit22(a *Activity, dflt GatewayType) GatewayType {
+// implicitAlike reports whether an XPDL 2.2 reading of a without a Join
+// or Split element fills in an implicit gateway of type typ: a Route's
+// gateway type (XOR when undeclared; a declared one is not implicit),
+// dflt for other activities.
+func implicitAlike(a *Activity, typ, dflt GatewayType) bool {
 	if a.Kind == ActivityRoute {
-		if a.Route == nil || !a.Route.declared {
-			return GatewayXOR
-		}
-		return a.Route.GatewayType
+		return (a.Route == nil || !a.Route.declared) && typ == GatewayXOR
 	}
-	return dflt
+	return typ == dflt
 }
 
 func (w *writer) transition(list *etree.Element, t *Transition) {
