@@ -35,6 +35,10 @@ var fuzzSeeds = []string{
 	// Application's FormalParameter.
 	"<Package><DataFields><DataField></DataField></DataFields></Package>",
 	xpdlDoc(ns21, `<Applications><Application Id="a"><FormalParameters><FormalParameter Id="f"/></FormalParameters></Application></Applications>`),
+	// Found by FuzzWrite: a 1.0 Route with a declared gateway type came
+	// back from XPDL 2.2 with its implicit join declared.
+	`<Package><WorkflowProcesses><WorkflowProcess><Activities><Activity Id="x"><Route GatewayType="0"/></Activity></Activities>` +
+		`<Transitions><Transition To="x"/><Transition To="x"/></Transitions></WorkflowProcess></WorkflowProcesses></Package>`,
 }
 
 // FuzzRead reads arbitrary bytes and, when they read, validates them. It
