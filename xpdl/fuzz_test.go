@@ -35,6 +35,10 @@ var fuzzSeeds = []string{
 	// Application's FormalParameter.
 	"<Package><DataFields><DataField></DataField></DataFields></Package>",
 	xpdlDoc(ns21, `<Applications><Application Id="a"><FormalParameters><FormalParameter Id="f"/></FormalParameters></Application></Applications>`),
+	// Found by FuzzWrite: a 1.0 Route with a declared gateway type came
+	// back from XPDL 2.2 with its implicit join declared.
+	`<Package><WorkflowProcesses><WorkflowProcess><Activities><Activity Id="x"><Route GatewayType="0"/></Activity></Activities>` +
+		`<Transitions><Transition To="x"/><Transition To="x"/></Transitions></WorkflowProcess></WorkflowProcesses></Package>`,
 }
 
 // FuzzRead reads arbitrary bytes and, when they read, validates them. It
@@ -102,4 +106,28 @@ func TestReadValidateSeeds(t *testing.T) {
 			checkReadValidate(t, []byte(s))
 		})
 	}
+}
+
+// FuzzWrite reads arbitrary bytes and, when they read, writes the package
+// as XPDL 2.2 and reads that back. It checks that Write does not panic,
+// fails only with ErrUnwritable, and otherwise gives back the model read
+// (modelEqual, normaliseForWrite).
+//
+//	go test ./xpdl -run='^$' -fuzz=FuzzWrite -fuzztime=60s
+func FuzzWrite(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pkg, err := xpdl.Read(bytes.NewReader(data), &fuzzReadOpts)
+		if err != nil {
+			return
+		}
+		out, err := xpdl.Marshal(pkg)
+		if err != nil {
+			require.ErrorIs(t, err, xpdl.ErrUnwritable)
+			return
+		}
+		requireSameModel(t, pkg, out)
+	})
 }

@@ -561,7 +561,8 @@ func (r *reader) readFlow(e node, f *Flow) {
 }
 
 // expression reads an expression-bearing element: its own text, or the
-// text of an XPDL 2 <Expression> or XPDL 1 <Xpression> child, with the
+// text of an XPDL 2 <Expression>, XPDL 1 <Xpression> or XPDL 2.2
+// <FormalExpression> (ActualParameter) child, with the
 // grammar declared on the element, else the package's.
 func (r *reader) expression(e node) Expression {
 	if e.Element == nil {
@@ -571,7 +572,7 @@ func (r *reader) expression(e node) Expression {
 	if g := grammarOf(e); g != "" {
 		x.Grammar = g
 	}
-	for _, name := range []string{"Expression", "Xpression"} {
+	for _, name := range []string{"Expression", "Xpression", "FormalExpression"} {
 		if c := child(e, name); c.Element != nil {
 			if t := text(c); t != "" {
 				if x.Text != "" {

@@ -26,6 +26,7 @@ type command struct {
 // commands lists the subcommands in the order "goxpdl help" shows them.
 var commands = append([]command{
 	{name: "validate", summary: "check XPDL files and report their problems", usage: validateUsage, runFunc: runValidate},
+	{name: "convert", summary: "write an XPDL file of any version as XPDL 2.2", usage: convertUsage, runFunc: runConvert},
 	{name: "run", summary: "run a process of an XPDL file to its end", usage: runUsage, runFunc: runRun},
 	{name: "deploy", summary: "deploy XPDL files into a database as new versions", usage: deployUsage, runFunc: runDeploy},
 	{name: "definitions", summary: "list the deployed versions with their instance counts", usage: definitionsUsage, runFunc: runDefinitions},
