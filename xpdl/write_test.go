@@ -117,7 +117,8 @@ type xsdChecker struct {
 }
 
 // newXSDChecker returns a checker, or skips the test, saying why, when
-// the corpus's schema or xmllint is missing.
+// the corpus's schema or xmllint is missing (fails instead when
+// GOXPDL_REQUIRE_XMLLINT is set, as CI sets it).
 func newXSDChecker(tb testing.TB) *xsdChecker {
 	tb.Helper()
 	dir := requireCorpus(tb)
@@ -127,6 +128,9 @@ func newXSDChecker(tb testing.TB) *xsdChecker {
 		tb.Skipf("XPDL 2.2 schema not found at %s; skipping schema validation", xsd)
 	}
 	if _, err := exec.LookPath("xmllint"); err != nil {
+		if os.Getenv("GOXPDL_REQUIRE_XMLLINT") != "" {
+			tb.Fatal("xmllint not found, and GOXPDL_REQUIRE_XMLLINT is set (apt-get install libxml2-utils)")
+		}
 		tb.Skip("xmllint not found (apt-get install libxml2-utils); skipping schema validation")
 	}
 	abs, err := filepath.Abs(schemaDir)
