@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,7 +367,7 @@ func (r *runner) do(op Op) (string, error) {
 		return "", err
 	}
 	res := r.exec(op)
-	r.logf("%s -> %s", op, answer(res)); if os.Getenv("ADV_DEBUG") != "" { fmt.Println(r.log[len(r.log)-1]) }
+	r.logf("%s -> %s", op, answer(res))
 	if res.err != nil && r.fault(res.err) {
 		r.rep.Faults++
 		if op.Kind == OpDeploy || op.Kind == OpRaceDeploy {
