@@ -115,6 +115,8 @@ type chaos struct {
 	base   int64      // the injector's total when it was armed
 	// opBase is the injector's total when the current operation began.
 	opBase int64
+	op     string   // the current operation
+	struck []string // where each fault struck, for a failure's message
 	tally  faultTally
 }
 
@@ -138,10 +140,11 @@ func newChaos(in *faultdb.Injector, dialect string, seed int64, rate int) *chaos
 }
 
 // operation is the run's Logf: an operation begins.
-func (c *chaos) operation(string, ...any) {
+func (c *chaos) operation(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.on = true
+	c.op = fmt.Sprintf(format, args...)
 	c.opBase = c.in.Stats().Total()
 	c.arm()
 }
@@ -188,6 +191,7 @@ func (c *chaos) disarm() {
 	}
 	if c.in.Stats().Total() > c.base {
 		c.tally.struck[c.armed.name]++
+		c.struck = append(c.struck, fmt.Sprintf("%s@%d in or after %s", c.armed.name, c.armed.fault.At, c.op))
 	}
 	c.in.Clear()
 	c.armed = nil
@@ -252,7 +256,8 @@ func TestOverFaultDB(t *testing.T) {
 					})
 					c.stop()
 					if f, ok := errors.AsType[*adversary.Failure](err); ok {
-						t.Fatalf("%s\nfaults armed and struck so far:%s", f.Error(), faultSummary(c.tally))
+						from := max(0, len(c.struck)-10)
+						t.Fatalf("%s\nfaults armed and struck so far:%s\nthe last faults that struck:\n  %s", f.Error(), faultSummary(c.tally), strings.Join(c.struck[from:], "\n  "))
 					}
 					require.NoError(t, err, "seed %d", seed)
 					st := in.Stats()
