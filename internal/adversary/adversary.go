@@ -825,22 +825,34 @@ func (r *runner) read(fn func() error) error {
 
 // settle waits until the engine has nothing left to do now. With faults
 // injected, events whose processing failed wait for a backoff: the clock
-// is moved on (and the model's with it) until none is left.
-func (r *runner) settle() error {
+// is moved on (and the model's with it) until none is left. An engine
+// that does not settle within quietTimeout (real time) is a problem of
+// the run, not a hang: without faults at once, with faults after the
+// clock has been moved on a hundred times (a lease a fault left behind
+// runs out on it).
+func (r *runner) settle() (string, error) {
 	for round := 0; ; round++ {
-		err := r.read(func() error { return r.e.WaitQuiet(r.ctx) })
-		if err != nil {
-			return err
+		err := r.read(r.waitQuiet)
+		stuck := errors.Is(err, errNotQuiet)
+		if err != nil && !stuck {
+			return "", err
 		}
-		if r.cfg.IsFault == nil || round > 100 {
-			return nil
+		if r.cfg.IsFault == nil && !stuck {
+			return "", nil
 		}
 		var b engine.Backlog
-		if err := r.read(func() error { b, err = r.e.Backlog(r.ctx); return err }); err != nil {
-			return err
+		if err := r.read(func() (err error) { b, err = r.e.Backlog(r.ctx); return err }); err != nil {
+			return "", err
 		}
-		if b.EventsWaiting == 0 && b.EventsAvailable == 0 {
-			return nil
+		if !stuck && b.EventsWaiting == 0 && b.EventsAvailable == 0 {
+			return "", nil
+		}
+		if r.cfg.IsFault == nil || round > 100 {
+			if stuck {
+				return fmt.Sprintf("the engine did not settle (WaitQuiet, %s real time, %d times the clock moved on by a second): backlog %+v, engine %+v",
+					quietTimeout, round, b, r.e.Stats()), nil
+			}
+			return "", nil
 		}
 		r.clock.Advance(time.Second)
 		r.skew += time.Second
@@ -851,6 +863,25 @@ func (r *runner) settle() error {
 			}
 		}
 	}
+}
+
+// quietTimeout is how long, in real time, settle waits for the engine
+// to settle before it looks at why not.
+const quietTimeout = 10 * time.Second
+
+// errNotQuiet is waitQuiet's error when the engine did not settle in
+// quietTimeout.
+var errNotQuiet = errors.New("adversary: the engine did not settle")
+
+// waitQuiet is Engine.WaitQuiet for at most quietTimeout.
+func (r *runner) waitQuiet() error {
+	ctx, cancel := context.WithTimeout(r.ctx, quietTimeout)
+	defer cancel()
+	err := r.e.WaitQuiet(ctx)
+	if errors.Is(err, context.DeadlineExceeded) && r.ctx.Err() == nil {
+		return errNotQuiet
+	}
+	return err
 }
 
 // isOpen says whether a process state is not final (for the checker).

@@ -31,8 +31,8 @@ type observed struct {
 // the alternative the engine holds.
 func (r *runner) settleAndCheck(touched []int, full bool) (string, error) {
 	defer r.checking()()
-	if err := r.settle(); err != nil {
-		return "", err
+	if problem, err := r.settle(); problem != "" || err != nil {
+		return problem, err
 	}
 	if full {
 		touched = nil
