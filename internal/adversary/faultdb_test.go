@@ -261,6 +261,7 @@ func TestOverFaultDB(t *testing.T) {
 					}
 					require.NoError(t, err, "seed %d", seed)
 					st := in.Stats()
+					require.Positive(t, st.Total(), "seed %d: no fault struck", seed)
 					t.Logf("%d operations, %d with an unknown outcome; %d statements, %d faults struck:%s",
 						rep.Ops, rep.Faults, st.Statements, st.Total(), faultSummary(c.tally))
 					mu.Lock()
