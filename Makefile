@@ -67,6 +67,16 @@ adversary: ## the adversarial suite, long (ADVERSARY_SEEDS, ADVERSARY_OPS)
 	GOXPDL_ADVERSARY_SEEDS=$(ADVERSARY_SEEDS) GOXPDL_ADVERSARY_OPS=$(ADVERSARY_OPS) go test -race -count=1 -timeout 4h -run 'TestRandomised' -v ./internal/adversary | grep -v '^=== '
 	go test -race -count=1 -run 'TestAdversarial' ./engine
 
+# The randomised run over a faulty database (faultdb), long:
+# ADVERSARY_FAULT_SEEDS seeds of ADVERSARY_FAULT_OPS operations on SQLite
+# and, when GOXPDL_MYSQL_DSN is set, on MySQL/MariaDB. A failure prints its
+# seed and the go test command that runs it again.
+ADVERSARY_FAULT_SEEDS ?= 100
+ADVERSARY_FAULT_OPS ?= 300
+.PHONY: adversary-faults
+adversary-faults: ## the randomised adversary over faultdb, long (ADVERSARY_FAULT_SEEDS, ADVERSARY_FAULT_OPS)
+	GOXPDL_ADVERSARY_FAULT_SEEDS=$(ADVERSARY_FAULT_SEEDS) GOXPDL_ADVERSARY_FAULT_OPS=$(ADVERSARY_FAULT_OPS) go test -race -count=1 -timeout 4h -run 'TestOverFaultDB' -v ./internal/adversary | grep -v -e '^=== ' -e ' operations, [0-9]* with an unknown outcome'
+
 # One seed of the randomised run again, as a failure names it (on SQLite;
 # ADVERSARY_DB=MySQL for MySQL/MariaDB).
 SEED ?= 1

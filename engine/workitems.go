@@ -428,8 +428,10 @@ func (r *run) moveItem(wi *store.WorkItem, from, to workitem.State, user string,
 		CompletionKey: wi.CompletionKey, SuspendedFrom: wi.SuspendedFrom, Result: wi.Result, UpdatedAt: r.now, EndedAt: wi.EndedAt,
 		VisibleTo: visibleTo(*wi),
 	})
-	if errors.Is(err, store.ErrConflict) {
-		// Someone else changed the item first (a concurrent claim).
+	if errors.Is(err, store.ErrConflict) && !transientDBError(err) {
+		// Someone else changed the item first (a concurrent claim). A
+		// deadlock matches ErrConflict too, but nobody did: it goes back
+		// as it is, and the command is tried again.
 		return notAllowed(*wi, user, string(to), "the item changed meanwhile (claimed or completed by someone else)")
 	}
 	if err != nil {

@@ -63,6 +63,10 @@ type Config struct {
 	// (reads that fail with a fault are repeated, up to 1000 times).
 	// Pausing spares the engine's background work during the wait too.
 	Checking func(checking bool)
+	// Rerun, when set, is how to run a seed again, for a Failure's
+	// message: a command with %[1]d where the seed goes. Default: make
+	// adversary-seed on TestRandomised.
+	Rerun string
 }
 
 // Report says what a run did.
@@ -105,12 +109,18 @@ type Failure struct {
 	// Log is every operation of the run up to Step, with the engine's
 	// answers.
 	Log []string
+	// Rerun is Config.Rerun.
+	Rerun string
 }
 
 func (f *Failure) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "adversary seed %d, step %d (%s): %s\n", f.Seed, f.Step, f.Op, f.Problem)
-	fmt.Fprintf(&b, "rerun: make adversary-seed SEED=%d (go test ./internal/adversary -run TestRandomised -adversary.seed=%d -v)\n", f.Seed, f.Seed)
+	rerun := f.Rerun
+	if rerun == "" {
+		rerun = DefaultRerun
+	}
+	fmt.Fprintf(&b, "rerun: "+rerun+"\n", f.Seed)
 	from := max(0, len(f.Log)-40)
 	if from > 0 {
 		fmt.Fprintf(&b, "  ... %d earlier operations\n", from)
@@ -120,6 +130,10 @@ func (f *Failure) Error() string {
 	}
 	return b.String()
 }
+
+// DefaultRerun is how a Failure says to run its seed again when
+// Config.Rerun is not set.
+const DefaultRerun = "make adversary-seed SEED=%[1]d (go test ./internal/adversary -run TestRandomised -adversary.seed=%[1]d -v)"
 
 // DefaultStart is when a run's fake clock starts by default.
 var DefaultStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
@@ -144,6 +158,8 @@ type runner struct {
 	// skew is how far settle has moved the clock on, in all, for events
 	// that wait for a retry's backoff (faults).
 	skew time.Duration
+	// checks is how deep in checking the run is.
+	checks int
 }
 
 // Run makes cfg.Ops operations on engines over cfg.DB, each chosen by
@@ -226,6 +242,9 @@ func (r *runner) run() error {
 		}
 	}
 	r.step--
+	// The end of the run reads the engine back as a whole: faults pause
+	// until the run is over.
+	defer r.checking()()
 	problem, err := r.settleAndCheck(nil, true)
 	if err != nil {
 		return err
@@ -246,7 +265,7 @@ func (r *runner) run() error {
 }
 
 func (r *runner) fail(problem string) error {
-	return &Failure{Seed: r.cfg.Seed, Step: r.step, Op: r.op.String(), Problem: problem, Log: r.log}
+	return &Failure{Seed: r.cfg.Seed, Step: r.step, Op: r.op.String(), Problem: problem, Log: r.log, Rerun: r.cfg.Rerun}
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -351,6 +370,10 @@ func (r *runner) do(op Op) (string, error) {
 	r.logf("%s -> %s", op, answer(res))
 	if res.err != nil && r.fault(res.err) {
 		r.rep.Faults++
+		if op.Kind == OpDeploy || op.Kind == OpRaceDeploy {
+			r.alts = r.deployAlts(res)
+			return "", nil
+		}
 		after := r.w.clone()
 		if exp.want == nil && exp.apply != nil {
 			exp.apply(after, res)
@@ -371,6 +394,47 @@ func (r *runner) do(op Op) (string, error) {
 		return fmt.Sprintf("%s: want success, got %v%s", op.Kind, res.err, untyped(res.err)), nil
 	}
 	return fmt.Sprintf("%s: want %q, got %v%s", op.Kind, exp.want, res.err, untyped(res.err)), nil
+}
+
+// deployAlts are the worlds a deployment whose outcome is unknown may
+// have left: the versions that answered, and any number up to the
+// deployments that failed with a fault of versions the run does not know
+// (a COMMIT that went through and then lost its connection), in version
+// order, gapless. A version the run does not know has id 0 until the
+// checker finds it (checkDeployments).
+func (r *runner) deployAlts(res *result) []*world {
+	faulted := 1
+	if res.errs != nil {
+		faulted = 0
+		for _, err := range res.errs {
+			if r.fault(err) {
+				faulted++
+			}
+		}
+	}
+	known := map[int]int64{}
+	highest := 0
+	for _, d := range res.deps {
+		known[d.Version] = d.ID
+		highest = max(highest, d.Version)
+	}
+	first := r.w.latest().version + 1
+	var alts []*world
+	for k := 0; k <= faulted; k++ {
+		last := first + len(res.deps) + k - 1
+		if highest > last {
+			continue // a version that answered lies beyond: more went through
+		}
+		w := r.w.clone()
+		for v := first; v <= last; v++ {
+			w.deploys = append(w.deploys, deployment{id: known[v], version: v})
+		}
+		alts = append(alts, w)
+	}
+	if len(alts) == 0 { // versions that answered out of any order: none fits, the checker says so
+		alts = []*world{r.w}
+	}
+	return alts
 }
 
 // answer prints the engine's answer for the log.
@@ -428,9 +492,8 @@ func (r *runner) exec(op Op) *result {
 	case OpStart, OpStartBad:
 		opts := engine.StartOptions{Package: PackageID, Variables: op.Vars, IdempotencyKey: op.Key, BusinessKey: op.BKey}
 		res.id, res.err = e.StartProcess(ctx, opts)
-		for tries := 0; op.Key != "" && r.fault(res.err) && tries < 20; tries++ {
-			r.rep.Faults++
-			res.id, res.err = e.StartProcess(ctx, opts) // the same key: the first start's instance, or a new one
+		if op.Key != "" {
+			res.id, res.err = r.startAgain(opts, res.id, res.err)
 		}
 	case OpClaim:
 		res.err = e.ClaimWorkItem(ctx, op.Item, op.User, engine.Op{})
@@ -493,6 +556,22 @@ func (r *runner) exec(op Op) *result {
 	return res
 }
 
+// startAgain repeats a start that failed with a fault, with its
+// idempotency key, until it gets an answer (the first start's instance,
+// or a new one), as a host resolves an unknown outcome: a few times while
+// faults go on, then once they have cleared (Config.Checking pauses
+// them), as a host that waits for its database to come back.
+func (r *runner) startAgain(opts engine.StartOptions, id int64, err error) (int64, error) {
+	for tries := 0; r.fault(err) && tries < 20; tries++ {
+		r.rep.Faults++
+		if tries == 3 {
+			defer r.checking()()
+		}
+		id, err = r.e.StartProcess(r.ctx, opts)
+	}
+	return id, err
+}
+
 // restart starts op.N instances and, without waiting for the engine to
 // schedule them (work in flight), stops the engine and starts a new one
 // on the same database.
@@ -500,9 +579,7 @@ func (r *runner) restart(op Op, res *result) error {
 	for j := range op.N {
 		opts := engine.StartOptions{Package: PackageID, IdempotencyKey: restartKey(op, j)}
 		id, err := r.e.StartProcess(r.ctx, opts)
-		for tries := 0; r.fault(err) && tries < 20; tries++ {
-			id, err = r.e.StartProcess(r.ctx, opts)
-		}
+		id, err = r.startAgain(opts, id, err)
 		if err != nil {
 			return err
 		}
@@ -516,8 +593,17 @@ func (r *runner) restart(op Op, res *result) error {
 	r.e = nil
 	r.rep.Restarts++
 	err := r.startEngine()
-	for tries := 0; r.fault(err) && tries < 20; tries++ {
-		err = r.startEngine()
+	if r.fault(err) {
+		// The host starts the engine again once the database is back.
+		done := r.checking()
+		for tries := 0; r.fault(err) && tries < 20; tries++ {
+			err = r.startEngine()
+		}
+		done()
+	}
+	if r.e == nil {
+		// Without an engine the run cannot go on: not an unknown outcome.
+		return fmt.Errorf("adversary: restart: %v", err) //nolint:errorlint // on purpose: it must not pass for a fault
 	}
 	return err
 }
@@ -710,12 +796,21 @@ func (r *runner) historyLen(id int64) (int, error) {
 
 // checking tells Config.Checking that the run reads the engine's state
 // back, and returns the func that tells it the run is done.
+// Checks may nest (the end of the run is one); only the outermost tells.
 func (r *runner) checking() func() {
 	if r.cfg.Checking == nil {
 		return func() {}
 	}
-	r.cfg.Checking(true)
-	return func() { r.cfg.Checking(false) }
+	r.checks++
+	if r.checks == 1 {
+		r.cfg.Checking(true)
+	}
+	return func() {
+		r.checks--
+		if r.checks == 0 {
+			r.cfg.Checking(false)
+		}
+	}
 }
 
 // read runs a read, again while it fails with a fault (a long one, such
@@ -730,22 +825,34 @@ func (r *runner) read(fn func() error) error {
 
 // settle waits until the engine has nothing left to do now. With faults
 // injected, events whose processing failed wait for a backoff: the clock
-// is moved on (and the model's with it) until none is left.
-func (r *runner) settle() error {
+// is moved on (and the model's with it) until none is left. An engine
+// that does not settle within quietTimeout (real time) is a problem of
+// the run, not a hang: without faults at once, with faults after the
+// clock has been moved on a hundred times (a lease a fault left behind
+// runs out on it).
+func (r *runner) settle() (string, error) {
 	for round := 0; ; round++ {
-		err := r.read(func() error { return r.e.WaitQuiet(r.ctx) })
-		if err != nil {
-			return err
+		err := r.read(r.waitQuiet)
+		stuck := errors.Is(err, errNotQuiet)
+		if err != nil && !stuck {
+			return "", err
 		}
-		if r.cfg.IsFault == nil || round > 100 {
-			return nil
+		if r.cfg.IsFault == nil && !stuck {
+			return "", nil
 		}
 		var b engine.Backlog
-		if err := r.read(func() error { b, err = r.e.Backlog(r.ctx); return err }); err != nil {
-			return err
+		if err := r.read(func() (err error) { b, err = r.e.Backlog(r.ctx); return err }); err != nil {
+			return "", err
 		}
-		if b.EventsWaiting == 0 && b.EventsAvailable == 0 {
-			return nil
+		if !stuck && b.EventsWaiting == 0 && b.EventsAvailable == 0 {
+			return "", nil
+		}
+		if r.cfg.IsFault == nil || round > 100 {
+			if stuck {
+				return fmt.Sprintf("the engine did not settle (WaitQuiet, %s real time, %d times the clock moved on by a second): backlog %+v, engine %+v",
+					quietTimeout, round, b, r.e.Stats()), nil
+			}
+			return "", nil
 		}
 		r.clock.Advance(time.Second)
 		r.skew += time.Second
@@ -756,6 +863,25 @@ func (r *runner) settle() error {
 			}
 		}
 	}
+}
+
+// quietTimeout is how long, in real time, settle waits for the engine
+// to settle before it looks at why not.
+const quietTimeout = 10 * time.Second
+
+// errNotQuiet is waitQuiet's error when the engine did not settle in
+// quietTimeout.
+var errNotQuiet = errors.New("adversary: the engine did not settle")
+
+// waitQuiet is Engine.WaitQuiet for at most quietTimeout.
+func (r *runner) waitQuiet() error {
+	ctx, cancel := context.WithTimeout(r.ctx, quietTimeout)
+	defer cancel()
+	err := r.e.WaitQuiet(ctx)
+	if errors.Is(err, context.DeadlineExceeded) && r.ctx.Err() == nil {
+		return errNotQuiet
+	}
+	return err
 }
 
 // isOpen says whether a process state is not final (for the checker).

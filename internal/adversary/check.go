@@ -31,8 +31,8 @@ type observed struct {
 // the alternative the engine holds.
 func (r *runner) settleAndCheck(touched []int, full bool) (string, error) {
 	defer r.checking()()
-	if err := r.settle(); err != nil {
-		return "", err
+	if problem, err := r.settle(); problem != "" || err != nil {
+		return problem, err
 	}
 	if full {
 		touched = nil
@@ -126,8 +126,13 @@ func (r *runner) checkDeployments(w *world) (string, error) {
 		byVersion[v.Version] = v.ID
 	}
 	for n, d := range w.deploys {
-		if d.version != n+1 || byVersion[d.version] != d.id {
+		if d.version != n+1 || d.id != 0 && byVersion[d.version] != d.id {
 			return fmt.Sprintf("versions %v are not the model's 1..%d", vs, len(w.deploys)), nil
+		}
+	}
+	for n, d := range w.deploys {
+		if d.id == 0 { // a deployment whose outcome was unknown: now it is
+			w.deploys[n].id = byVersion[d.version]
 		}
 	}
 	return "", nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -135,6 +136,13 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 // AutoMigrate). It must run on a Store over a pool, not inside a
 // transaction: MySQL commits an open transaction on DDL. Running it again
 // is harmless.
+//
+// A failure is the database's passing trouble (Transient) when that is
+// what it met: GORM's migrator loses the errors of its probes (HasTable,
+// HasColumn, HasIndex), so that a probe that failed reads as "missing"
+// and the CREATE that follows fails with "already exists", as it does
+// when another node migrates at the same moment; Migrate then looks again
+// (twice at most) before it answers with such an error.
 func (s *Store) Migrate(ctx context.Context) error {
 	if s.inTx() {
 		return errors.New("gormstore: migrate inside a transaction (MySQL would commit it); use a Store over the pool")
@@ -147,7 +155,23 @@ func (s *Store) Migrate(ctx context.Context) error {
 		// unique key.
 		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 	}
-	hadCounts := db.Migrator().HasTable(tableInstanceCounts)
+	err := migrate(db)
+	for tries := 0; err != nil && !Transient(err) && ctx.Err() == nil && tries < 2; tries++ {
+		err = migrate(db)
+	}
+	return err
+}
+
+// migrate is one pass of Migrate.
+func migrate(db *gorm.DB) error {
+	// Whether the counts per state are there already, from a probe whose
+	// error is not lost (HasTable's is): seeding them again would count
+	// every instance twice.
+	tables, err := db.Migrator().GetTables()
+	if err != nil {
+		return fmt.Errorf("migrate: list tables: %w", translate(err))
+	}
+	hadCounts := slices.Contains(tables, tableInstanceCounts)
 	if err := db.AutoMigrate(allModels...); err != nil {
 		return fmt.Errorf("migrate: %w", translate(err))
 	}

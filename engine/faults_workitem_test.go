@@ -1,0 +1,66 @@
+package engine_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/internal/faultdb"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/workitem"
+)
+
+// TestWorkItemDeadlock makes the UPDATE of a work item fail with MySQL's
+// deadlock (1213; the store translates it alike on either database) as a
+// claim and a completion write it: the command is tried again and
+// succeeds, rather than being refused as if another user had changed the
+// item first (ErrNotAllowed, "the item changed meanwhile"), which nobody
+// had. Found by the adversary over faultdb (TestOverFaultDB, MySQL seeds
+// 1, 7 and 9).
+func TestWorkItemDeadlock(t *testing.T) {
+	t.Parallel()
+	for _, d := range faultDialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			in := faultdb.New()
+			db := d.open(t, in.OpenOpts())
+			e, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 20 * time.Millisecond})
+			require.NoError(t, err)
+			quiet := faultdb.Exempt(t.Context())
+			require.NoError(t, e.Start(quiet))
+			t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
+			_, err = e.Deploy(quiet, []byte(hostTxProcess))
+			require.NoError(t, err)
+			id, err := e.StartProcess(quiet, engine.StartOptions{Package: "pkg"})
+			require.NoError(t, err)
+			require.NoError(t, e.WaitQuiet(quiet))
+			items, err := workItemsOf(quiet, e, openItemsOf(id))
+			require.NoError(t, err)
+			require.Len(t, items, 1)
+			item := items[0].ID
+
+			deadlock := faultdb.Fault{Kind: faultdb.Statement, Query: "UPDATE `goxpdl_work_items`", Err: faultdb.MySQLDeadlock()}
+			in.Arm(deadlock)
+			require.NoError(t, e.ClaimWorkItem(t.Context(), item, "clerk1", engine.Op{}), "a claim whose UPDATE met a deadlock")
+			require.False(t, in.Armed(), "the deadlock struck")
+			wi, err := e.WorkItem(quiet, item)
+			require.NoError(t, err)
+			require.Equal(t, workitem.Allocated, wi.State)
+			require.Equal(t, "clerk1", wi.Owner)
+
+			in.Arm(deadlock)
+			_, err = e.CompleteWorkItem(t.Context(), item, engine.Completion{User: "clerk1"})
+			require.NoError(t, err, "a completion whose UPDATE met a deadlock")
+			require.False(t, in.Armed(), "the deadlock struck")
+			require.NoError(t, e.WaitQuiet(quiet))
+			pi, err := e.Instance(quiet, id)
+			require.NoError(t, err)
+			require.Equal(t, wftype.ProcessCompleted, pi.State)
+		})
+	}
+}
