@@ -448,16 +448,26 @@ func (e *Engine) setBatchState(ctx context.Context, id int64, op Op, action Audi
 	if op.Reason != "" {
 		note += ": " + op.Reason
 	}
-	var row store.Batch
-	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		var err error
-		if row, err = tx.SetBatchState(ctx, store.SetBatchStateParams{ID: id, From: from, To: to, Note: note, Now: e.now()}); err != nil {
-			return err
-		}
-		a.detail("%s: %d of %d done", row.Action, row.Done+row.Skipped+row.Failed, row.Total)
-		return a.ok(ctx, tx)
-	})
+	var (
+		row store.Batch
+		err error
+	)
+	// A deadlock (or another transient error) matches store.ErrConflict
+	// as a batch in another state does; it is tried again rather than
+	// refused with a state the batch is not in.
+	for attempt := 0; attempt == 0 || transientDBError(err) && attempt <= maxConflictRetries; attempt++ {
+		err = e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			if row, err = tx.SetBatchState(ctx, store.SetBatchStateParams{ID: id, From: from, To: to, Note: note, Now: e.now()}); err != nil {
+				return err
+			}
+			a.detail("%s: %d of %d done", row.Action, row.Done+row.Skipped+row.Failed, row.Total)
+			return a.ok(ctx, tx)
+		})
+	}
 	switch {
+	case transientDBError(err):
+		// Still failing: the database's error, as it is.
 	case errors.Is(err, store.ErrNotFound):
 		err = notFound("batch", id)
 	case errors.Is(err, store.ErrConflict):

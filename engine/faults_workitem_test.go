@@ -64,3 +64,35 @@ func TestWorkItemDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchStateDeadlock: pausing a batch whose UPDATE meets a deadlock
+// is tried again and pauses it, rather than being refused as if the batch
+// were in another state (store.ErrConflict, which a deadlock matches too).
+func TestBatchStateDeadlock(t *testing.T) {
+	t.Parallel()
+	for _, d := range faultDialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			in := faultdb.New()
+			db := d.open(t, in.OpenOpts())
+			e, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 20 * time.Millisecond,
+				BatchPollInterval: -1}) // no runner: the batch stays Running until paused
+			require.NoError(t, err)
+			quiet := faultdb.Exempt(t.Context())
+			require.NoError(t, e.Start(quiet))
+			t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
+			_, err = e.Deploy(quiet, []byte(hostTxProcess))
+			require.NoError(t, err)
+			_, err = e.StartProcess(quiet, engine.StartOptions{Package: "pkg"})
+			require.NoError(t, err)
+			batch, err := e.StartBatch(quiet, engine.BatchRequest{Action: engine.BatchSuspend, Filter: engine.InstanceFilter{Package: "pkg"}})
+			require.NoError(t, err)
+
+			in.Arm(faultdb.Fault{Kind: faultdb.Statement, Query: "UPDATE `goxpdl_batches`", Err: faultdb.MySQLDeadlock()})
+			paused, err := e.PauseBatch(t.Context(), batch.ID, engine.Op{Actor: "carol"})
+			require.NoError(t, err, "a pause whose UPDATE met a deadlock")
+			require.False(t, in.Armed(), "the deadlock struck")
+			require.Equal(t, engine.BatchPaused, paused.State)
+		})
+	}
+}
