@@ -87,7 +87,7 @@ func classify(err error) (int, apiError) {
 		return http.StatusForbidden, withCode(e, "read_only")
 	case errors.Is(err, errBadRequest), errors.Is(err, engine.ErrBadFilter),
 		errors.Is(err, engine.ErrBadBatch), errors.Is(err, engine.ErrInvalidPurge),
-		errors.Is(err, engine.ErrConfig): // a command's malformed argument (a lock key, an Op's data, nobody to reassign to)
+		errors.Is(err, engine.ErrBadArgument): // a command's malformed argument (a lock key, an Op's data, nobody to reassign to)
 		return http.StatusBadRequest, withCode(e, "bad_request")
 	case errors.As(err, &tooLarge), errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge, withCode(e, "too_large")

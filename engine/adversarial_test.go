@@ -513,7 +513,7 @@ var hostileOutcomes sync.Map
 // TestAdversarialHostileStrings gives hostile strings as business keys,
 // idempotency keys, STRING variables, reasons, actors, users, performers
 // (principals) and an application's error: each comes back byte for byte
-// or is refused with ErrConfig (a *TextError) or ErrWrongType, and every
+// or is refused with ErrBadArgument (a *TextError) or ErrWrongType, and every
 // database does the same.
 func TestAdversarialHostileStrings(t *testing.T) {
 	t.Parallel()
@@ -532,7 +532,7 @@ func TestAdversarialHostileStrings(t *testing.T) {
 			case err == nil:
 				require.True(t, same, "%s: accepted but changed", key)
 				outcomes[key] = "kept"
-			case errors.Is(err, engine.ErrConfig) || errors.Is(err, engine.ErrWrongType):
+			case errors.Is(err, engine.ErrBadArgument) || errors.Is(err, engine.ErrWrongType):
 				outcomes[key] = "refused"
 			default:
 				t.Fatalf("%s: %v is not a typed refusal", key, err)

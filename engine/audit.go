@@ -144,7 +144,7 @@ var AuditResults = []AuditResult{AuditOK, AuditRefused, AuditFailed}
 // refusals are the errors that make a command's result AuditRefused: the
 // engine's answers to a command it will not carry out as given.
 var refusals = []error{
-	ErrNotFound, ErrIllegalState, ErrUnknownVariable, ErrWrongType, ErrConfig, ErrBadTimer, ErrKeyReused,
+	ErrNotFound, ErrIllegalState, ErrUnknownVariable, ErrWrongType, ErrConfig, ErrBadArgument, ErrBadTimer, ErrKeyReused,
 	ErrEmptyProcess, ErrCannotSkip, ErrWrongInstance, ErrLocked, ErrCannotMove, ErrCannotMigrate, ErrBadBatch,
 	ErrBadFilter, ErrInvalidPurge, ErrNotAllowed, ErrAmbiguousProcess, xpdl.ErrInvalid,
 }

@@ -87,7 +87,7 @@ func TestAuditRecordsCommandsAndRefusals(t *testing.T) {
 		require.ErrorIs(t, h.e.RetryActivity(h.ctx, id, c.ActivityInstance, engine.Op{Actor: "carol"}), engine.ErrIllegalState)
 		require.ErrorIs(t, h.e.SetVariables(h.ctx, id, engine.Values{Variables: map[string]any{"nope": 1}}, engine.Op{Actor: "dave"}),
 			engine.ErrUnknownVariable)
-		require.ErrorIs(t, h.e.Suspend(h.ctx, id, engine.Op{Actor: "dave", Data: map[string]any{"f": func() {}}}), engine.ErrConfig)
+		require.ErrorIs(t, h.e.Suspend(h.ctx, id, engine.Op{Actor: "dave", Data: map[string]any{"f": func() {}}}), engine.ErrBadArgument)
 		require.NoError(t, h.e.Terminate(h.ctx, id, engine.Op{}))
 		require.ErrorIs(t, h.e.Terminate(h.ctx, id, engine.Op{Actor: "erin"}), engine.ErrInstanceFinished)
 		require.ErrorIs(t, h.e.Suspend(h.ctx, 999999, engine.Op{Actor: "erin"}), engine.ErrNotFound)

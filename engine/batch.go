@@ -215,7 +215,7 @@ func decodeFilter(b []byte) (InstanceFilter, error) {
 }
 
 // check refuses a request that cannot run (ErrBadBatch, ErrBadFilter,
-// ErrConfig for Op.Data, ErrNotFound for a migration's target).
+// ErrBadArgument for Op.Data, ErrNotFound for a migration's target).
 func (e *Engine) checkBatch(ctx context.Context, req BatchRequest) error {
 	switch {
 	case !slices.Contains(BatchActions, req.Action):
@@ -255,7 +255,7 @@ func (e *Engine) checkBatch(ctx context.Context, req BatchRequest) error {
 // still matches the filter. The batch runs in the background on a
 // started engine of the database (this one, or another node), and goes on
 // after a restart. A bad request is refused (ErrBadBatch, ErrBadFilter,
-// ErrConfig for Op.Data, ErrNotFound for a migration to an unknown
+// ErrBadArgument for Op.Data, ErrNotFound for a migration to an unknown
 // deployment) and nothing is started.
 func (e *Engine) StartBatch(ctx context.Context, req BatchRequest) (Batch, error) {
 	a := e.audit(ctx, req.Op, audited{action: AuditBatchStart, kind: TargetBatch})

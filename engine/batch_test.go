@@ -159,7 +159,7 @@ func TestBatchRefusesBadRequests(t *testing.T) {
 		_, err = h.e.StartBatch(h.ctx, engine.BatchRequest{Action: engine.BatchMigrate, Migration: &engine.Migration{To: 9999}})
 		require.ErrorIs(t, err, engine.ErrNotFound)
 		_, err = h.e.StartBatch(h.ctx, engine.BatchRequest{Action: engine.BatchSuspend, Op: engine.Op{Data: map[string]any{"f": func() {}}}})
-		require.ErrorIs(t, err, engine.ErrConfig)
+		require.ErrorIs(t, err, engine.ErrBadArgument)
 		page, err := h.e.Batches(h.ctx, engine.BatchFilter{})
 		require.NoError(t, err)
 		require.Empty(t, page.Batches, "nothing was started")

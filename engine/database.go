@@ -76,7 +76,7 @@ func transientDBError(err error) bool {
 // commit: call the …Tx commands directly there instead.
 func (e *Engine) Transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	if db == nil {
-		return fmt.Errorf("%w: Transaction with a nil database", ErrConfig)
+		return fmt.Errorf("%w: Transaction with a nil database", ErrBadArgument)
 	}
 	_, nested := db.Statement.ConnPool.(gorm.TxCommitter)
 	if err := db.WithContext(ctx).Transaction(fn, opts...); err != nil {

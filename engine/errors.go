@@ -31,10 +31,16 @@ var (
 	ErrWrongType = errors.New("value of the wrong type")
 	// ErrNotRunning: the engine was not started, or is stopping.
 	ErrNotRunning = errors.New("engine is not running")
-	// ErrConfig: the Config is unusable, or an argument of a command is
-	// (a business key longer than its column, text that is not valid
-	// UTF-8: a *TextError, ...).
+	// ErrConfig: the Config is unusable (engine.New, Retention, an
+	// Observer that cannot be registered).
 	ErrConfig = errors.New("invalid engine configuration")
+	// ErrBadArgument: an argument of a command is unusable: a business
+	// key longer than its column or text that is not valid UTF-8 (a
+	// *TextError), a lock without a business key or with an unknown
+	// scope, a signal or message without its name or id, Op.Data that
+	// does not encode as JSON, a work item reassigned to nobody. Nothing
+	// was changed.
+	ErrBadArgument = errors.New("invalid argument")
 	// ErrBadTimer: a deployment's timer start event has a TimeDate or
 	// TimeCycle that cannot be worked out; the deployment is refused.
 	ErrBadTimer = errors.New("timer cannot be worked out")

@@ -121,7 +121,7 @@ type Receiver struct {
 // that starts waiting later does not see it, and a signal nothing waits
 // for is lost (an empty Broadcast, not an error). Instances that are
 // suspended when the delivery is processed do not catch it. An empty
-// name is refused (ErrConfig); opts.Instance must exist (ErrNotFound)
+// name is refused (ErrBadArgument); opts.Instance must exist (ErrNotFound)
 // and not be finished (ErrInstanceFinished).
 func (e *Engine) Signal(ctx context.Context, name string, opts SignalOpts) (Broadcast, error) {
 	return e.signal(ctx, nil, name, opts)
@@ -138,14 +138,14 @@ func (e *Engine) SignalTx(ctx context.Context, tx *gorm.DB, name string, opts Si
 
 func (e *Engine) signal(ctx context.Context, hostTx *gorm.DB, name string, opts SignalOpts) (Broadcast, error) {
 	if strings.TrimSpace(name) == "" {
-		return Broadcast{}, fmt.Errorf("%w: a signal needs a name", ErrConfig)
+		return Broadcast{}, fmt.Errorf("%w: a signal needs a name", ErrBadArgument)
 	}
 	if err := checkTexts(maxKey, "signal name", name, "SignalOpts.SignalID", opts.SignalID, "SignalOpts.Actor", opts.Actor); err != nil {
 		return Broadcast{}, err
 	}
 	vars, err := canonicalOutputs(opts.Variables)
 	if err != nil {
-		return Broadcast{}, fmt.Errorf("%w: signal %s: %w", ErrConfig, name, err)
+		return Broadcast{}, fmt.Errorf("%w: signal %s: %w", ErrBadArgument, name, err)
 	}
 	b, err := e.signalOnce(ctx, hostTx, name, vars, opts)
 	if errors.Is(err, store.ErrDuplicate) && opts.SignalID != "" && hostTx == nil {
@@ -289,7 +289,7 @@ func (r *run) rememberSignal(id string, vars []byte, b Broadcast) error {
 // broadcastOf reads back a signal rememberSignal kept.
 func broadcastOf(msg store.InboxMessage) (Broadcast, error) {
 	if msg.Kind != inboxSignal {
-		return Broadcast{}, fmt.Errorf("%w: signal id %q is the id of a message", ErrConfig, msg.MessageID)
+		return Broadcast{}, fmt.Errorf("%w: signal id %q is the id of a message", ErrBadArgument, msg.MessageID)
 	}
 	var rec signalRecord
 	if err := json.Unmarshal(msg.Payload, &rec); err != nil {

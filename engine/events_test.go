@@ -436,7 +436,7 @@ func TestSignal(t *testing.T) {
 		t.Run("BadInput", func(t *testing.T) { //nolint:paralleltest // the subtests share one engine, its fake clock and its instances
 			h := h.sub(t)
 			_, err := h.e.Signal(h.ctx, " ", engine.SignalOpts{})
-			require.ErrorIs(t, err, engine.ErrConfig)
+			require.ErrorIs(t, err, engine.ErrBadArgument)
 			_, err = h.e.Signal(h.ctx, "go", engine.SignalOpts{Instance: 987654})
 			require.ErrorIs(t, err, engine.ErrNotFound)
 			finished := h.startProcess("events", "waiter", nil)
@@ -448,9 +448,9 @@ func TestSignal(t *testing.T) {
 			_, err = h.e.Send(h.ctx, engine.Message{MessageID: "a-message", Instance: b, Activity: "Done", User: "clerk1"})
 			require.NoError(t, err)
 			_, err = h.e.Signal(h.ctx, "go", engine.SignalOpts{SignalID: "a-message"})
-			require.ErrorIs(t, err, engine.ErrConfig, "a message's id")
+			require.ErrorIs(t, err, engine.ErrBadArgument, "a message's id")
 			_, err = h.e.SignalTx(h.ctx, nil, "", engine.SignalOpts{})
-			require.ErrorIs(t, err, engine.ErrConfig, "a nil tx is the engine's own; the signal is still checked")
+			require.ErrorIs(t, err, engine.ErrBadArgument, "a nil tx is the engine's own; the signal is still checked")
 		})
 
 		t.Run("WrongVariableType", func(t *testing.T) { //nolint:paralleltest // the subtests share one engine, its fake clock and its instances

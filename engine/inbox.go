@@ -102,7 +102,7 @@ var ErrAmbiguousMatch = errors.New("message matches more than one process instan
 // that do not fit the variables are refused and nothing is kept.
 func (e *Engine) Send(ctx context.Context, m Message) (Delivery, error) {
 	if m.MessageID == "" || m.Activity == "" || (m.Instance == 0) == (m.Match == nil) {
-		return Delivery{}, fmt.Errorf("%w: a message needs a MessageID, an Activity, and either an Instance or a Match", ErrConfig)
+		return Delivery{}, fmt.Errorf("%w: a message needs a MessageID, an Activity, and either an Instance or a Match", ErrBadArgument)
 	}
 	if err := checkTexts(maxKey, "Message.MessageID", m.MessageID, "Message.User", m.User); err != nil {
 		return Delivery{}, err
@@ -356,7 +356,7 @@ func deliveryOf(msg store.InboxMessage) Delivery {
 func encodeMatchValue(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: match value %v: %w", ErrConfig, v, err)
+		return nil, fmt.Errorf("%w: match value %v: %w", ErrBadArgument, v, err)
 	}
 	return data, nil
 }

@@ -92,9 +92,9 @@ func (k LockKey) String() string {
 func (k LockKey) scopeKey() (string, error) {
 	switch {
 	case k.BusinessKey == "":
-		return "", fmt.Errorf("%w: a lock needs a business key", ErrConfig)
+		return "", fmt.Errorf("%w: a lock needs a business key", ErrBadArgument)
 	case len(k.BusinessKey) > maxBusinessKey:
-		return "", fmt.Errorf("%w: business key longer than %d bytes", ErrConfig, maxBusinessKey)
+		return "", fmt.Errorf("%w: business key longer than %d bytes", ErrBadArgument, maxBusinessKey)
 	}
 	return scopeKeyOf(k.Scope, k.Package, k.Process)
 }
@@ -108,11 +108,11 @@ func scopeKeyOf(scope LockScope, pkg, proc string) (string, error) {
 		return store.LockScopeGlobal, nil
 	case LockLocal, "":
 		if pkg == "" || proc == "" {
-			return "", fmt.Errorf("%w: a local lock names its package and process", ErrConfig)
+			return "", fmt.Errorf("%w: a local lock names its package and process", ErrBadArgument)
 		}
 		return "local:" + pkg + "/" + proc, nil
 	}
-	return "", fmt.Errorf("%w: unknown lock scope %q (want %q or %q)", ErrConfig, scope, LockLocal, LockGlobal)
+	return "", fmt.Errorf("%w: unknown lock scope %q (want %q or %q)", ErrBadArgument, scope, LockLocal, LockGlobal)
 }
 
 // lockKeyOf reads a store lock's key back.
@@ -158,7 +158,7 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 const RecordProcessQueued = "process.queued"
 
 // checkLock refuses StartOptions whose business key or lock cannot be
-// used (ErrConfig), or whose keys and actor cannot be kept as given (a
+// used (ErrBadArgument), or whose keys and actor cannot be kept as given (a
 // *TextError).
 func (o StartOptions) checkLock() error {
 	err := checkTexts(maxBusinessKey, "StartOptions.BusinessKey", o.BusinessKey,
@@ -170,10 +170,10 @@ func (o StartOptions) checkLock() error {
 		return nil
 	}
 	if o.BusinessKey == "" {
-		return fmt.Errorf("%w: StartOptions.Lock needs a BusinessKey", ErrConfig)
+		return fmt.Errorf("%w: StartOptions.Lock needs a BusinessKey", ErrBadArgument)
 	}
 	if s := o.Lock.Scope; s != "" && s != LockLocal && s != LockGlobal {
-		return fmt.Errorf("%w: unknown lock scope %q (want %q or %q)", ErrConfig, s, LockLocal, LockGlobal)
+		return fmt.Errorf("%w: unknown lock scope %q (want %q or %q)", ErrBadArgument, s, LockLocal, LockGlobal)
 	}
 	return nil
 }
@@ -475,7 +475,7 @@ type Lock struct {
 
 // LockFilter selects locks. Zero fields do not filter; a Scope of
 // LockLocal with Package and Process selects that process's local
-// locks, and without them every lock (ErrConfig: name the process).
+// locks, and without them every lock (ErrBadFilter: name the process).
 type LockFilter struct {
 	Scope       LockScope
 	Package     string
@@ -507,11 +507,11 @@ func (e *Engine) Locks(ctx context.Context, f LockFilter) (LockPage, error) {
 	case LockGlobal, LockLocal:
 		sk, err := scopeKeyOf(f.Scope, f.Package, f.Process)
 		if err != nil {
-			return LockPage{}, err
+			return LockPage{}, fmt.Errorf("%w: %w", ErrBadFilter, err)
 		}
 		params.ScopeKey = sk
 	default:
-		return LockPage{}, fmt.Errorf("%w: unknown lock scope %q", ErrConfig, f.Scope)
+		return LockPage{}, fmt.Errorf("%w: unknown lock scope %q", ErrBadFilter, f.Scope)
 	}
 	switch f.State {
 	case "":
@@ -519,7 +519,7 @@ func (e *Engine) Locks(ctx context.Context, f LockFilter) (LockPage, error) {
 		held := f.State == LockHeld
 		params.Held = &held
 	default:
-		return LockPage{}, fmt.Errorf("%w: unknown lock state %q", ErrConfig, f.State)
+		return LockPage{}, fmt.Errorf("%w: unknown lock state %q", ErrBadFilter, f.State)
 	}
 	rows, err := e.store.ListLocks(ctx, params)
 	if err != nil {

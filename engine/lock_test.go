@@ -138,7 +138,7 @@ func TestBusinessKey(t *testing.T) {
 			{Package: "pkg", Process: "p", BusinessKey: string(make([]byte, 256))},
 		} {
 			_, err := h.e.StartProcess(h.ctx, opts)
-			require.ErrorIs(t, err, engine.ErrConfig)
+			require.ErrorIs(t, err, engine.ErrBadArgument)
 		}
 		require.Equal(t, before, h.count())
 	})
@@ -199,7 +199,7 @@ func TestLockLocal(t *testing.T) {
 		require.Len(t, h.locks(engine.LockFilter{BusinessKey: "acct-1"}), 2)
 		require.Len(t, h.locks(engine.LockFilter{Instance: inQ}), 1)
 		_, err = h.e.Locks(h.ctx, engine.LockFilter{Scope: engine.LockLocal})
-		require.ErrorIs(t, err, engine.ErrConfig)
+		require.ErrorIs(t, err, engine.ErrBadFilter)
 
 		// The lock goes with the instance's end, in its transaction.
 		h.finish(holder)
@@ -319,8 +319,8 @@ func TestReleaseLock(t *testing.T) {
 
 		key := engine.LockKey{Scope: engine.LockGlobal, BusinessKey: "acct-1"}
 		require.ErrorIs(t, h.e.ReleaseLock(h.ctx, engine.LockKey{Scope: engine.LockGlobal, BusinessKey: "acct-2"}, engine.Op{}), engine.ErrNotFound)
-		require.ErrorIs(t, h.e.ReleaseLock(h.ctx, engine.LockKey{Scope: engine.LockLocal, BusinessKey: "acct-1"}, engine.Op{}), engine.ErrConfig)
-		require.ErrorIs(t, h.e.ReleaseLock(h.ctx, key, engine.Op{Data: map[string]any{"f": func() {}}}), engine.ErrConfig)
+		require.ErrorIs(t, h.e.ReleaseLock(h.ctx, engine.LockKey{Scope: engine.LockLocal, BusinessKey: "acct-1"}, engine.Op{}), engine.ErrBadArgument)
+		require.ErrorIs(t, h.e.ReleaseLock(h.ctx, key, engine.Op{Data: map[string]any{"f": func() {}}}), engine.ErrBadArgument)
 
 		op := engine.Op{Actor: "alice", Reason: "order cancelled upstream", Data: map[string]any{"ticket": "T-1"}}
 		require.NoError(t, h.e.Transaction(h.ctx, db, func(tx *gorm.DB) error {

@@ -46,7 +46,7 @@ func (r *run) detail(diagnosis string) []byte {
 	return mustJSON(entryDetail{Diagnosis: diagnosis, Reason: r.op.Reason, Data: r.op.Data})
 }
 
-// check refuses an Op whose Data does not encode as JSON (ErrConfig), or
+// check refuses an Op whose Data does not encode as JSON (ErrBadArgument), or
 // whose texts cannot be kept as given (a *TextError).
 func (o Op) check() error {
 	if err := checkText("Op.Actor", o.Actor, maxKey); err != nil {
@@ -62,7 +62,7 @@ func (o Op) check() error {
 		return &TextError{Field: "Op.Data", Reason: "cannot be kept: " + want}
 	}
 	if _, err := json.Marshal(o.Data); err != nil {
-		return fmt.Errorf("%w: Op.Data does not encode as JSON: %w", ErrConfig, err)
+		return fmt.Errorf("%w: Op.Data does not encode as JSON: %w", ErrBadArgument, err)
 	}
 	return nil
 }

@@ -376,7 +376,7 @@ func TestSetVariablesIsAuditedAndTypeChecked(t *testing.T) {
 		done := h.startProcess("vars", "", map[string]any{"x": 5})
 		h.requireState(done, wftype.ProcessCompleted)
 		require.ErrorIs(t, h.e.SetVariables(h.ctx, done, engine.Values{Variables: map[string]any{"x": 1}}, op), engine.ErrInstanceFinished)
-		require.ErrorIs(t, h.e.SetVariables(h.ctx, id, engine.Values{}, engine.Op{Data: map[string]any{"f": func() {}}}), engine.ErrConfig,
+		require.ErrorIs(t, h.e.SetVariables(h.ctx, id, engine.Values{}, engine.Op{Data: map[string]any{"f": func() {}}}), engine.ErrBadArgument,
 			"host data must encode as JSON")
 	})
 }

@@ -208,7 +208,7 @@ func TestPurge(t *testing.T) {
 			require.ErrorIs(t, err, engine.ErrInvalidPurge, name)
 		}
 		_, err := h.e.Purge(h.ctx, engine.PurgeOptions{Before: epoch.Add(time.Second)}, engine.Op{Data: map[string]any{"f": func() {}}})
-		require.ErrorIs(t, err, engine.ErrConfig, "Op.Data must encode")
+		require.ErrorIs(t, err, engine.ErrBadArgument, "Op.Data must encode")
 
 		rep, err := h.e.Purge(h.ctx, engine.PurgeOptions{Before: epoch}, engine.Op{})
 		require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 // given: text that is not valid UTF-8 (MySQL/MariaDB columns refuse it,
 // and JSON would silently replace it), or a name or key longer than the
 // column that holds it (maxKey bytes). Nothing was changed. It matches
-// ErrConfig, as the engine's other refusals of unusable arguments do.
+// ErrBadArgument, as the engine's other refusals of unusable arguments do.
 type TextError struct {
 	// Field names the argument: "StartOptions.BusinessKey", "Op.Actor",
 	// "user", ...
@@ -20,11 +20,11 @@ type TextError struct {
 }
 
 func (e *TextError) Error() string {
-	return fmt.Sprintf("%v: %s %s", ErrConfig, e.Field, e.Reason)
+	return fmt.Sprintf("%v: %s %s", ErrBadArgument, e.Field, e.Reason)
 }
 
-// Is matches ErrConfig.
-func (e *TextError) Is(target error) bool { return target == ErrConfig }
+// Is matches ErrBadArgument.
+func (e *TextError) Is(target error) bool { return target == ErrBadArgument }
 
 // maxKey is the longest id, key or name an argument may be, in bytes:
 // the VARCHAR(255) columns that hold them (business and idempotency keys,

@@ -267,8 +267,8 @@ func TestSettingsAndIncident(t *testing.T) {
 		require.Equal(t, engine.DefaultScriptTimeout, s.ScriptTimeout)
 		require.Equal(t, engine.DefaultConditionTimeout, s.ConditionTimeout)
 		require.Equal(t, script.Limits{MemoryBudget: script.DefaultMemoryBudget, MaxCallStackDepth: script.DefaultMaxCallStackDepth,
-			MaxResultBytes: script.DefaultMaxResultBytes}, s.ScriptLimits, "the defaults, applied")
-		require.Equal(t, "memory 64 MiB, call depth 1024, result 1.0 MiB", s.ScriptLimits.String())
+			MaxResultBytes: script.DefaultMaxResultBytes, MaxResultTotalBytes: script.DefaultMaxResultTotalBytes}, s.ScriptLimits, "the defaults, applied")
+		require.Equal(t, "memory 64 MiB, call depth 1024, result 1.0 MiB (all together 4.0 MiB)", s.ScriptLimits.String())
 		require.Equal(t, engine.RetentionSettings{On: true, MaxAge: 48 * time.Hour, Schedule: "@hourly", BatchSize: engine.DefaultPurgeBatch}, s.Retention)
 		require.Empty(t, s.NotifyTypes, "no Notify")
 		require.Contains(t, []string{"sqlite", "mysql"}, s.Database)

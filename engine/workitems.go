@@ -179,7 +179,7 @@ func (e *Engine) ReassignWorkItem(ctx context.Context, id int64, admin string, t
 // ReassignWorkItemTx is ReassignWorkItem inside the host's transaction tx.
 func (e *Engine) ReassignWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, admin string, to []Principal, op Op) error {
 	if len(to) == 0 {
-		return fmt.Errorf("%w: reassign work item %d to nobody", ErrConfig, id)
+		return fmt.Errorf("%w: reassign work item %d to nobody", ErrBadArgument, id)
 	}
 	for _, p := range to {
 		if err := checkText("principal", p.ID, maxKey); err != nil {
@@ -321,7 +321,7 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 	check func(r *run, wi *store.WorkItem, a *act) error,
 ) error {
 	if user == "" {
-		return fmt.Errorf("%w: %s work item %d: no user", ErrConfig, cmd, id)
+		return fmt.Errorf("%w: %s work item %d: no user", ErrBadArgument, cmd, id)
 	}
 	if err := checkText("user", user, maxKey); err != nil {
 		return err
@@ -871,7 +871,7 @@ type WorklistPage struct {
 // (as the directory says), and those they hold.
 func (e *Engine) Worklist(ctx context.Context, user string, q WorklistFilter) (WorklistPage, error) {
 	if user == "" {
-		return WorklistPage{}, fmt.Errorf("%w: worklist of no user", ErrConfig)
+		return WorklistPage{}, fmt.Errorf("%w: worklist of no user", ErrBadArgument)
 	}
 	principals := []store.Principal{{Kind: store.PrincipalUser, ID: user}}
 	m, err := e.directory.Memberships(ctx, user)

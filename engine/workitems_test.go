@@ -218,7 +218,7 @@ func TestWorkItemCommandsRecordTheirOp(t *testing.T) {
 		enter := h.item(id, "Enter")
 		ticket := map[string]any{"ticket": "T-7"}
 
-		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{Data: map[string]any{"bad": func() {}}}), engine.ErrConfig)
+		require.ErrorIs(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{Data: map[string]any{"bad": func() {}}}), engine.ErrBadArgument)
 		require.Equal(t, workitem.Offered, h.item(id, "Enter").State, "a bad Op changes nothing")
 
 		require.NoError(t, h.e.ClaimWorkItem(h.ctx, enter.ID, "alice", engine.Op{Reason: "claim it"}))
@@ -525,7 +525,7 @@ func TestCorrelationInbox(t *testing.T) {
 		_, err = h.e.Send(h.ctx, engine.Message{MessageID: "m5", Instance: id, Activity: "Nowhere"})
 		require.ErrorIs(t, err, engine.ErrNotFound)
 		_, err = h.e.Send(h.ctx, engine.Message{MessageID: "m6", Activity: "Check"})
-		require.ErrorIs(t, err, engine.ErrConfig)
+		require.ErrorIs(t, err, engine.ErrBadArgument)
 		_, err = h.e.Inbox(h.ctx, "m5")
 		require.ErrorIs(t, err, engine.ErrNotFound)
 	})

@@ -22,7 +22,7 @@ func ExampleLimits() {
 	fmt.Println(errors.Is(err, script.ErrMemoryBudget))
 	fmt.Println(err)
 	// Output:
-	// memory 64 MiB, call depth 100, result 1.0 MiB
+	// memory 64 MiB, call depth 100, result 1.0 MiB (all together 4.0 MiB)
 	// true
 	// script call stack depth exceeded: calls nested deeper than 100 (in "function f(n) { return f(n + 1) } f(0)")
 	// true

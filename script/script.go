@@ -124,7 +124,8 @@ func (l Limits) WithDefaults() Limits {
 }
 
 // String describes the limits in words, as an administration page shows
-// them: "memory 64 MiB, call depth 1024, result 1.0 MiB".
+// them: "memory 64 MiB, call depth 1024, result 1.0 MiB (all together
+// 4.0 MiB)".
 func (l Limits) String() string {
 	depth := "default"
 	switch {
@@ -139,7 +140,8 @@ func (l Limits) String() string {
 		}
 		return bytesText(n)
 	}
-	return fmt.Sprintf("memory %s, call depth %s, result %s", size(l.MemoryBudget), depth, size(l.MaxResultBytes))
+	return fmt.Sprintf("memory %s, call depth %s, result %s (all together %s)", size(l.MemoryBudget), depth, size(l.MaxResultBytes),
+		size(l.MaxResultTotalBytes))
 }
 
 // Config sets up an Evaluator.

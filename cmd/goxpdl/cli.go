@@ -291,7 +291,7 @@ func refused(err error) bool {
 		engine.ErrNotFound, engine.ErrIllegalState, engine.ErrInstanceFinished, engine.ErrUnknownVariable,
 		engine.ErrWrongType, engine.ErrConflict, engine.ErrCannotSkip, engine.ErrWrongInstance, engine.ErrCannotMove,
 		engine.ErrNotAllowed, engine.ErrCompletedDifferently, engine.ErrKeyReused, engine.ErrEmptyProcess,
-		engine.ErrConfig, engine.ErrBadTimer, engine.ErrCannotMigrate, engine.ErrBadBatch, engine.ErrBadFilter, engine.ErrLocked, xpdl.ErrInvalid,
+		engine.ErrConfig, engine.ErrBadArgument, engine.ErrBadTimer, engine.ErrCannotMigrate, engine.ErrBadBatch, engine.ErrBadFilter, engine.ErrLocked, xpdl.ErrInvalid,
 	} {
 		if errors.Is(err, target) {
 			return true

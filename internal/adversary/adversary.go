@@ -461,7 +461,7 @@ func answer(res *result) string {
 // defect of its own (an untyped error).
 var known = []error{
 	engine.ErrNotFound, engine.ErrIllegalState, engine.ErrInstanceFinished, engine.ErrUnknownVariable,
-	engine.ErrWrongType, engine.ErrNotRunning, engine.ErrConfig, engine.ErrKeyReused, engine.ErrConflict,
+	engine.ErrWrongType, engine.ErrNotRunning, engine.ErrConfig, engine.ErrBadArgument, engine.ErrKeyReused, engine.ErrConflict,
 	engine.ErrCannotSkip, engine.ErrWrongInstance, engine.ErrLocked, engine.ErrNotAllowed,
 	engine.ErrCompletedDifferently, engine.ErrCannotMove, engine.ErrCannotMigrate,
 }

@@ -331,7 +331,7 @@ func expect(w *world, op Op) expectation {
 
 func expectStart(w *world, op Op) expectation {
 	if !utf8.ValidString(op.BKey) || len(op.BKey) > 255 {
-		return refuse(engine.ErrConfig) // checked before anything else
+		return refuse(engine.ErrBadArgument) // checked before anything else
 	}
 	if j, used := w.byKey[op.Key]; used && op.Key != "" {
 		return expectation{apply: func(w *world, res *result) string {

@@ -153,7 +153,7 @@ var hostile = []string{
 	strings.Repeat("x", 255),
 }
 
-// refusedKeys are business keys a start must refuse (ErrConfig): not
+// refusedKeys are business keys a start must refuse (ErrBadArgument): not
 // valid UTF-8, longer than 255 bytes.
 var refusedKeys = []string{"a\xff\xfeb", "\xed\xa0\x80", strings.Repeat("é", 128)}
 
