@@ -136,8 +136,9 @@ type Harness struct {
 	clock   *timer.Fake
 	timeout time.Duration
 
-	mu     sync.Mutex
-	cursor map[int64]int64 // WaitForState's position in each instance's history
+	mu      sync.Mutex
+	cursor  map[int64]int64 // WaitForState's position in each instance's history
+	matched map[matchKey]int
 }
 
 // New creates an engine on a private in-memory SQLite database (WithDB,
@@ -185,7 +186,7 @@ func New(tb TB, opts ...Option) *Harness {
 	for _, fn := range o.setup {
 		fn(e)
 	}
-	h := &Harness{tb: tb, ctx: tb.Context(), e: e, clock: clock, timeout: o.timeout, cursor: map[int64]int64{}}
+	h := &Harness{tb: tb, ctx: tb.Context(), e: e, clock: clock, timeout: o.timeout, cursor: map[int64]int64{}, matched: map[matchKey]int{}}
 	if err := e.Start(h.ctx); err != nil {
 		tb.Fatalf("enginetest: engine.Start: %v", err)
 	}
@@ -366,7 +367,9 @@ func (h *Harness) Settle() {
 
 // backlog describes the engine's pending work, for failures.
 func (h *Harness) backlog() string {
-	b, err := h.e.Backlog(context.WithoutCancel(h.ctx))
+	ctx, cancel := h.lookContext()
+	defer cancel()
+	b, err := h.e.Backlog(ctx)
 	if err != nil {
 		return fmt.Sprintf("backlog: %v", err)
 	}

@@ -41,9 +41,18 @@ func Step(e engine.HistoryEntry) string {
 // Report describes instance id as a failure of the harness does: its
 // state, the activities not completed, open incidents, work items and
 // timers, the engine's backlog and the recent history. It reads with a
-// context of its own, so that it also works after the test's ended.
+// context of its own, bounded by WithTimeout, so that it also works
+// after the test's context ended and never hangs on a busy database.
 func (h *Harness) Report(id int64) string {
-	return report(context.WithoutCancel(h.ctx), h.e, h.clock.Now(), id)
+	ctx, cancel := h.lookContext()
+	defer cancel()
+	return report(ctx, h.e, h.clock.Now(), id)
+}
+
+// lookContext is the context of a failure's reads: not the test's, which
+// may have ended, but as bounded.
+func (h *Harness) lookContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(h.ctx), h.timeout)
 }
 
 func report(ctx context.Context, e *engine.Engine, now time.Time, id int64) string {
@@ -58,9 +67,13 @@ func report(ctx context.Context, e *engine.Engine, now time.Time, id int64) stri
 	}
 	fmt.Fprintf(&b, "\n  clock: %s\n", now.Format(time.RFC3339Nano))
 
+	names := map[int64]string{}
 	if acts, err := activities(ctx, e, id); err != nil {
 		fmt.Fprintf(&b, "  activities: %v\n", err)
 	} else {
+		for _, a := range acts {
+			names[a.ID] = fmt.Sprintf("%s (#%d)", a.Activity, a.ID)
+		}
 		done := 0
 		var open []string
 		for _, a := range acts {
@@ -103,7 +116,11 @@ func report(ctx context.Context, e *engine.Engine, now time.Time, id int64) stri
 		fmt.Fprintf(&b, "  timers (Advance moves the clock):\n")
 		var lines []string
 		for _, t := range ts {
-			lines = append(lines, fmt.Sprintf("%s %s due %s (in %s), %s", t.Kind, t.Key, t.DueAt.Format(time.RFC3339Nano), t.DueAt.Sub(now), t.State))
+			of := "of the process"
+			if t.ActivityInstance != 0 {
+				of = "of " + names[t.ActivityInstance]
+			}
+			lines = append(lines, fmt.Sprintf("%s %s due %s (in %s), %s", t.Kind, of, t.DueAt.Format(time.RFC3339Nano), t.DueAt.Sub(now), t.State))
 		}
 		writeLines(&b, lines)
 	}

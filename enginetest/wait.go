@@ -56,6 +56,7 @@ func (h *Harness) WaitForState(id int64, activity string, state wftype.ActivityS
 		if en.Subject == engine.SubjectActivity && en.Activity == activity && en.To == string(state) {
 			h.mu.Lock()
 			h.cursor[id] = en.ID
+			h.matched[matchKey{id, activity, state}]++
 			h.mu.Unlock()
 			return h.activity(id, en.ActivityInstance)
 		}
@@ -63,7 +64,7 @@ func (h *Harness) WaitForState(id int64, activity string, state wftype.ActivityS
 	since := "in its history"
 	if after != 0 {
 		since = fmt.Sprintf("after history entry %d, which the previous WaitForState matched", after)
-		if earlier := h.earlier(id, after, activity, state); earlier != 0 {
+		if earlier := h.unmatched(id, after, activity, state); earlier != 0 {
 			since += fmt.Sprintf(" (it did at entry %d, before that one: the order differs)", earlier)
 		}
 	}
@@ -71,20 +72,33 @@ func (h *Harness) WaitForState(id int64, activity string, state wftype.ActivityS
 	return engine.ActivityInstance{}
 }
 
-// earlier returns the last entry up to after in which activity entered
-// state, or 0.
-func (h *Harness) earlier(id, after int64, activity string, state wftype.ActivityState) int64 {
+// unmatched returns the entry up to after in which activity entered
+// state and that no WaitForState matched (the calls matched the first
+// ones), or 0.
+func (h *Harness) unmatched(id, after int64, activity string, state wftype.ActivityState) int64 {
 	entries, err := history(h.ctx, h.e, id, 0)
 	if err != nil {
 		return 0
 	}
-	var found int64
+	h.mu.Lock()
+	skip := h.matched[matchKey{id, activity, state}]
+	h.mu.Unlock()
 	for _, en := range entries {
 		if en.ID <= after && en.Subject == engine.SubjectActivity && en.Activity == activity && en.To == string(state) {
-			found = en.ID
+			if skip == 0 {
+				return en.ID
+			}
+			skip--
 		}
 	}
-	return found
+	return 0
+}
+
+// matchKey counts WaitForState's matches of one activity state.
+type matchKey struct {
+	instance int64
+	activity string
+	state    wftype.ActivityState
 }
 
 // activity returns activity instance aid of instance id.
