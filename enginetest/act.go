@@ -163,4 +163,3 @@ func (h *Harness) nextRetry(now, target time.Time) (time.Time, bool) {
 	}
 	return now.Add(hi), true
 }
-

@@ -9,8 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,11 +32,6 @@ func mustRead(path string) []byte {
 		panic(err)
 	}
 	return b
-}
-
-// ship is the "ship" application: a tracking number from the amount.
-func ship(_ context.Context, call *engine.Call) (map[string]any, error) {
-	return map[string]any{"tracking": fmt.Sprint("TRK-", call.Params["amount"])}, nil
 }
 
 // fakeTB is a TB whose Fatalf records the failure and ends the goroutine,
