@@ -144,8 +144,10 @@ type Harness struct {
 // New creates an engine on a private in-memory SQLite database (WithDB,
 // WithDSN: another) with a fake clock at Epoch, starts it, and stops it
 // when the test ends (tb.Cleanup). The engine is configured for tests:
-// logs discarded, times in UTC, no periodic rescue sweep; WithConfig
-// changes any of it.
+// logs discarded, times in UTC, no periodic rescue sweep, and the time
+// limits of scripts and conditions (which are in real time) at half of
+// WithTimeout rather than seconds, so that a loaded machine does not
+// reach them; WithConfig changes any of it.
 func New(tb TB, opts ...Option) *Harness {
 	tb.Helper()
 	o := options{start: Epoch, timeout: DefaultTimeout}
@@ -169,6 +171,12 @@ func New(tb TB, opts ...Option) *Harness {
 		RescueInterval: -1,
 		Directory:      o.directory,
 		NodeID:         "enginetest",
+		// Scripts' and conditions' limits are in real time: on a busy
+		// machine under -race a one-second condition runs out by load
+		// alone. Half a wait's bound still ends a runaway script before
+		// the wait gives up, as an Abnormal activity a report shows.
+		ConditionTimeout: o.timeout / 2,
+		ScriptTimeout:    o.timeout / 2,
 	}
 	for _, fn := range o.configure {
 		fn(&cfg)
