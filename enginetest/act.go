@@ -23,7 +23,9 @@ const MaxAdvanceSteps = 100_000
 func (h *Harness) WorkItem(id int64, activity string) engine.WorkItem {
 	h.tb.Helper()
 	h.Settle()
-	items, err := workItems(h.ctx, h.e, engine.WorkItemFilter{Instance: id, Activity: activity, States: workitem.OpenStates})
+	ctx, cancel := h.bounded()
+	defer cancel()
+	items, err := workItems(ctx, h.e, engine.WorkItemFilter{Instance: id, Activity: activity, States: workitem.OpenStates})
 	h.check(err, "read the work items of instance %d", id)
 	switch len(items) {
 	case 1:
@@ -51,7 +53,9 @@ func (h *Harness) CompleteWorkItem(id int64, activity string, outputs map[string
 	item := h.WorkItem(id, activity)
 	user := item.Owner
 	if user == "" {
-		users, err := h.e.EligibleUsers(h.ctx, item.ID)
+		ctx, cancel := h.bounded()
+		defer cancel()
+		users, err := h.e.EligibleUsers(ctx, item.ID)
 		h.check(err, "users who may take work item %d", item.ID)
 		user = DefaultUser
 		if len(users) > 0 {
@@ -71,7 +75,9 @@ func (h *Harness) CompleteWorkItemAs(id int64, activity, user string, outputs ma
 
 func (h *Harness) complete(id int64, item engine.WorkItem, user string, outputs map[string]any) engine.WorkItem {
 	h.tb.Helper()
-	done, err := h.e.CompleteWorkItem(h.ctx, item.ID, engine.Completion{User: user, Outputs: outputs})
+	ctx, cancel := h.bounded()
+	defer cancel()
+	done, err := h.e.CompleteWorkItem(ctx, item.ID, engine.Completion{User: user, Outputs: outputs})
 	if err != nil {
 		h.fatalf("complete work item %d (%s) of instance %d as %s: %v\n%s", item.ID, item.Activity, id, user, err, h.Report(id))
 	}
@@ -116,8 +122,10 @@ func (h *Harness) Advance(d time.Duration) {
 // an event waits out its backoff. The engine is quiet.
 func (h *Harness) nextWake(target time.Time) (time.Time, bool) {
 	h.tb.Helper()
+	ctx, cancel := h.bounded()
+	defer cancel()
 	now := h.clock.Now()
-	page, err := h.e.Timers(h.ctx, engine.TimerFilter{States: []engine.TimerState{engine.TimerPending}, Limit: 1})
+	page, err := h.e.Timers(ctx, engine.TimerFilter{States: []engine.TimerState{engine.TimerPending}, Limit: 1})
 	h.check(err, "read the timers")
 	next, ok := time.Time{}, false
 	if len(page.Timers) > 0 && !page.Timers[0].DueAt.After(target) {
@@ -140,13 +148,15 @@ func (h *Harness) nextWake(target time.Time) (time.Time, bool) {
 // halving, a few dozen counting queries, only while events wait.
 func (h *Harness) nextRetry(now, target time.Time) (time.Time, bool) {
 	h.tb.Helper()
+	ctx, cancel := h.bounded()
+	defer cancel()
 	s := h.e.Store()
 	available := func(at time.Time) bool {
-		n, _, err := s.CountUnprocessedEvents(h.ctx, at)
+		n, _, err := s.CountUnprocessedEvents(ctx, at)
 		h.check(err, "count the events")
 		return n > 0
 	}
-	_, waiting, err := s.CountUnprocessedEvents(h.ctx, now)
+	_, waiting, err := s.CountUnprocessedEvents(ctx, now)
 	h.check(err, "count the events")
 	if waiting == 0 || !available(target) {
 		return time.Time{}, false

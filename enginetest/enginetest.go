@@ -28,6 +28,13 @@ var Epoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // never stops working, not a limit tests are expected to reach.
 const DefaultTimeout = time.Minute
 
+// ScriptLimit is the time limit of every script and condition of a
+// harness's engine (engine.Config.ScriptTimeout and ConditionTimeout),
+// unless WithConfig sets them: far above what a script of a test takes,
+// even under -race on a loaded machine, and below DefaultTimeout, so that
+// a runaway script shows as an Abnormal activity.
+const ScriptLimit = 30 * time.Second
+
 // TB is the part of testing.TB a harness uses: *testing.T, *testing.B
 // and *testing.F are TBs. Fatalf must not return (testing's stops the
 // test's goroutine).
@@ -145,8 +152,8 @@ type Harness struct {
 // WithDSN: another) with a fake clock at Epoch, starts it, and stops it
 // when the test ends (tb.Cleanup). The engine is configured for tests:
 // logs discarded, times in UTC, no periodic rescue sweep, and the time
-// limits of scripts and conditions (which are in real time) at half of
-// WithTimeout rather than seconds, so that a loaded machine does not
+// limits of scripts and conditions (which are in real time) at
+// ScriptLimit rather than seconds, so that a loaded machine does not
 // reach them; WithConfig changes any of it.
 func New(tb TB, opts ...Option) *Harness {
 	tb.Helper()
@@ -173,10 +180,9 @@ func New(tb TB, opts ...Option) *Harness {
 		NodeID:         "enginetest",
 		// Scripts' and conditions' limits are in real time: on a busy
 		// machine under -race a one-second condition runs out by load
-		// alone. Half a wait's bound still ends a runaway script before
-		// the wait gives up, as an Abnormal activity a report shows.
-		ConditionTimeout: o.timeout / 2,
-		ScriptTimeout:    o.timeout / 2,
+		// alone.
+		ConditionTimeout: ScriptLimit,
+		ScriptTimeout:    ScriptLimit,
 	}
 	for _, fn := range o.configure {
 		fn(&cfg)
@@ -250,19 +256,32 @@ func (h *Harness) fatalf(format string, args ...any) {
 	h.tb.Fatalf("enginetest: "+format, args...)
 }
 
+// bounded is the context of one call on the engine: the test's, ended
+// after WithTimeout, so that a call a busy database holds up fails the
+// test rather than hang it.
+func (h *Harness) bounded() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(h.ctx, h.timeout)
+}
+
 // check fails the test when err is not nil, saying what was being done.
 func (h *Harness) check(err error, format string, args ...any) {
 	h.tb.Helper()
-	if err != nil {
-		h.fatalf("%s: %v", fmt.Sprintf(format, args...), err)
+	if err == nil {
+		return
 	}
+	if errors.Is(err, context.DeadlineExceeded) && h.ctx.Err() == nil {
+		h.fatalf("%s: no answer within %s (WithTimeout): %v\n%s", fmt.Sprintf(format, args...), h.timeout, err, h.backlog())
+	}
+	h.fatalf("%s: %v", fmt.Sprintf(format, args...), err)
 }
 
 // Deploy deploys an XPDL package and returns its deployment; an invalid
 // package fails the test with every problem found.
 func (h *Harness) Deploy(xpdl []byte) engine.Deployment {
 	h.tb.Helper()
-	d, err := h.e.Deploy(h.ctx, xpdl)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	d, err := h.e.Deploy(ctx, xpdl)
 	h.check(err, "deploy")
 	h.Settle()
 	return d
@@ -272,7 +291,9 @@ func (h *Harness) Deploy(xpdl []byte) engine.Deployment {
 // references) and returns the deployment of its package.
 func (h *Harness) DeployFile(path string) engine.Deployment {
 	h.tb.Helper()
-	d, err := h.e.DeployFile(h.ctx, path)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	d, err := h.e.DeployFile(ctx, path)
 	h.check(err, "deploy %s", path)
 	h.Settle()
 	return d
@@ -293,7 +314,9 @@ func (h *Harness) Start(process string, vars map[string]any) int64 {
 // every option, and returns the instance's id once the engine is quiet.
 func (h *Harness) StartWith(opts engine.StartOptions) int64 {
 	h.tb.Helper()
-	id, err := h.e.StartProcess(h.ctx, opts)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	id, err := h.e.StartProcess(ctx, opts)
 	h.check(err, "start %s", describeStart(opts))
 	h.Settle()
 	return id
@@ -313,10 +336,12 @@ func describeStart(o engine.StartOptions) string {
 // resolve turns Start's process name into start options.
 func (h *Harness) resolve(name string) engine.StartOptions {
 	h.tb.Helper()
+	ctx, cancel := h.bounded()
+	defer cancel()
 	if pkg, proc, ok := strings.Cut(name, ":"); ok {
 		return engine.StartOptions{Package: pkg, Process: proc}
 	}
-	deps, err := h.e.Deployments(h.ctx)
+	deps, err := h.e.Deployments(ctx)
 	h.check(err, "list deployments")
 	latest := map[string]engine.Deployment{}
 	for _, d := range deps {

@@ -348,7 +348,7 @@ func TestAWaitIsBounded(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	msg := failure(t, func(tb enginetest.TB) {
-		h := enginetest.New(tb, enginetest.WithTimeout(200*time.Millisecond),
+		h := enginetest.New(tb, enginetest.WithTimeout(2*time.Second),
 			enginetest.WithApplication("ship", func(context.Context, *engine.Call) (map[string]any, error) {
 				<-release
 				return nil, nil
@@ -358,7 +358,36 @@ func TestAWaitIsBounded(t *testing.T) {
 		id := h.Start("approval", nil)
 		h.CompleteWorkItem(id, "Review", map[string]any{"approved": true})
 	})
-	require.Contains(t, msg, "the engine did not go quiet within 200ms (WithTimeout): it keeps working")
+	require.Contains(t, msg, "the engine did not go quiet within 2s (WithTimeout): it keeps working")
+}
+
+// A read the database holds up (an application holds the one connection
+// of the in-memory database in its step's transaction) fails at
+// WithTimeout too.
+func TestACallIsBounded(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	msg := failure(t, func(tb enginetest.TB) {
+		h := enginetest.New(tb, enginetest.WithTimeout(2*time.Second),
+			enginetest.WithApplication("ship", func(context.Context, *engine.Call) (map[string]any, error) {
+				close(entered)
+				<-release
+				return nil, nil
+			}))
+		tb.Cleanup(func() { close(release) })
+		h.Deploy(approval)
+		id := h.Start("approval", nil)
+		item := h.WorkItem(id, "Review")
+		_, err := h.Engine().CompleteWorkItem(h.Context(), item.ID, engine.Completion{User: "ann", Outputs: map[string]any{"approved": true}})
+		require.NoError(t, err)
+		select {
+		case <-entered:
+		case <-t.Context().Done():
+			return
+		}
+		h.Vars(id)
+	})
+	require.Contains(t, msg, "enginetest: read the variables of instance 1: no answer within 2s (WithTimeout)")
 }
 
 func TestStartNames(t *testing.T) {

@@ -10,7 +10,9 @@ import (
 // Instance returns the process instance id.
 func (h *Harness) Instance(id int64) engine.ProcessInstance {
 	h.tb.Helper()
-	pi, err := h.e.Instance(h.ctx, id)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	pi, err := h.e.Instance(ctx, id)
 	h.check(err, "read instance %d", id)
 	return pi
 }
@@ -18,7 +20,9 @@ func (h *Harness) Instance(id int64) engine.ProcessInstance {
 // Vars returns the variables of instance id, by id.
 func (h *Harness) Vars(id int64) map[string]any {
 	h.tb.Helper()
-	v, err := h.e.Variables(h.ctx, id)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	v, err := h.e.Variables(ctx, id)
 	h.check(err, "read the variables of instance %d", id)
 	return v
 }
@@ -27,7 +31,9 @@ func (h *Harness) Vars(id int64) map[string]any {
 // order they were created.
 func (h *Harness) Activities(id int64) []engine.ActivityInstance {
 	h.tb.Helper()
-	acts, err := activities(h.ctx, h.e, id)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	acts, err := activities(ctx, h.e, id)
 	h.check(err, "read the activities of instance %d", id)
 	return acts
 }
@@ -36,7 +42,9 @@ func (h *Harness) Activities(id int64) []engine.ActivityInstance {
 // allocated, started or suspended), oldest first.
 func (h *Harness) WorkItems(id int64) []engine.WorkItem {
 	h.tb.Helper()
-	items, err := workItems(h.ctx, h.e, engine.WorkItemFilter{Instance: id, States: workitem.OpenStates})
+	ctx, cancel := h.bounded()
+	defer cancel()
+	items, err := workItems(ctx, h.e, engine.WorkItemFilter{Instance: id, States: workitem.OpenStates})
 	h.check(err, "read the work items of instance %d", id)
 	return items
 }
@@ -44,7 +52,9 @@ func (h *Harness) WorkItems(id int64) []engine.WorkItem {
 // History returns the whole history of instance id, oldest first.
 func (h *Harness) History(id int64) []engine.HistoryEntry {
 	h.tb.Helper()
-	entries, err := history(h.ctx, h.e, id, 0)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	entries, err := history(ctx, h.e, id, 0)
 	h.check(err, "read the history of instance %d", id)
 	return entries
 }
@@ -52,7 +62,9 @@ func (h *Harness) History(id int64) []engine.HistoryEntry {
 // Incidents returns the open incidents of instance id.
 func (h *Harness) Incidents(id int64) []engine.Incident {
 	h.tb.Helper()
-	inc, err := incidents(h.ctx, h.e, id)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	inc, err := incidents(ctx, h.e, id)
 	h.check(err, "read the incidents of instance %d", id)
 	return inc
 }
@@ -61,7 +73,9 @@ func (h *Harness) Incidents(id int64) []engine.Incident {
 // due first.
 func (h *Harness) Timers(id int64) []engine.Timer {
 	h.tb.Helper()
-	ts, err := timers(h.ctx, h.e, engine.TimerFilter{Instance: id, States: []engine.TimerState{engine.TimerPending, engine.TimerPaused}})
+	ctx, cancel := h.bounded()
+	defer cancel()
+	ts, err := timers(ctx, h.e, engine.TimerFilter{Instance: id, States: []engine.TimerState{engine.TimerPending, engine.TimerPaused}})
 	h.check(err, "read the timers of instance %d", id)
 	return ts
 }

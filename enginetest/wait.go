@@ -47,10 +47,12 @@ func (h *Harness) RunUntil(id int64, want wftype.ProcessState) engine.ProcessIns
 func (h *Harness) WaitForState(id int64, activity string, state wftype.ActivityState) engine.ActivityInstance {
 	h.tb.Helper()
 	h.Settle()
+	ctx, cancel := h.bounded()
+	defer cancel()
 	h.mu.Lock()
 	after := h.cursor[id]
 	h.mu.Unlock()
-	entries, err := history(h.ctx, h.e, id, after)
+	entries, err := history(ctx, h.e, id, after)
 	h.check(err, "read the history of instance %d", id)
 	for _, en := range entries {
 		if en.Subject == engine.SubjectActivity && en.Activity == activity && en.To == string(state) {
@@ -76,7 +78,9 @@ func (h *Harness) WaitForState(id int64, activity string, state wftype.ActivityS
 // state and that no WaitForState matched (the calls matched the first
 // ones), or 0.
 func (h *Harness) unmatched(id, after int64, activity string, state wftype.ActivityState) int64 {
-	entries, err := history(h.ctx, h.e, id, 0)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	entries, err := history(ctx, h.e, id, 0)
 	if err != nil {
 		return 0
 	}
@@ -117,10 +121,12 @@ func (h *Harness) activity(id, aid int64) engine.ActivityInstance {
 // first.
 func (h *Harness) Subflows(id int64) []engine.ProcessInstance {
 	h.tb.Helper()
+	ctx, cancel := h.bounded()
+	defer cancel()
 	var out []engine.ProcessInstance
 	f := engine.InstanceFilter{Parent: id, Limit: 1000}
 	for {
-		page, err := h.e.Instances(h.ctx, f)
+		page, err := h.e.Instances(ctx, f)
 		h.check(err, "read the subflows of instance %d", id)
 		out = append(out, page.Instances...)
 		if page.Cursor == "" {
