@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -148,6 +149,10 @@ type Harness struct {
 	matched map[matchKey]int
 }
 
+// harnesses numbers the harnesses of the process, for their node ids:
+// two engines on one database must not share one.
+var harnesses atomic.Int64
+
 // New creates an engine on a private in-memory SQLite database (WithDB,
 // WithDSN: another) with a fake clock at Epoch, starts it, and stops it
 // when the test ends (tb.Cleanup). The engine is configured for tests:
@@ -177,7 +182,7 @@ func New(tb TB, opts ...Option) *Harness {
 		Location:       time.UTC,
 		RescueInterval: -1,
 		Directory:      o.directory,
-		NodeID:         "enginetest",
+		NodeID:         fmt.Sprintf("enginetest-%d", harnesses.Add(1)),
 		// Scripts' and conditions' limits are in real time: on a busy
 		// machine under -race a one-second condition runs out by load
 		// alone.
