@@ -18,6 +18,7 @@ import (
 	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
+	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 // Epoch is where the fake clock of a harness starts unless WithStart says
@@ -300,6 +301,21 @@ func (h *Harness) DeployFile(path string) engine.Deployment {
 	defer cancel()
 	d, err := h.e.DeployFile(ctx, path)
 	h.check(err, "deploy %s", path)
+	h.Settle()
+	return d
+}
+
+// DeployPackage deploys a package built in Go (xpdl.NewPackage and
+// Build) or read and changed, storing its XPDL 2.2 text (xpdl.Marshal),
+// and returns its deployment.
+func (h *Harness) DeployPackage(pkg *xpdl.Package) engine.Deployment {
+	h.tb.Helper()
+	src, err := xpdl.Marshal(pkg)
+	h.check(err, "write package %s as XPDL", pkg.ID)
+	ctx, cancel := h.bounded()
+	defer cancel()
+	d, err := h.e.DeployPackage(ctx, pkg, src)
+	h.check(err, "deploy package %s", pkg.ID)
 	h.Settle()
 	return d
 }

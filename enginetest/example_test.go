@@ -8,7 +8,9 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/enginetest"
+	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 // exampleT stands in for the *testing.T an Example does not have: in a
@@ -176,4 +178,65 @@ func ExampleHarness_Report() {
 	//     09:00:00.000 activity Ship Initiated by tester
 	//     09:00:00.000 activity Ship Active
 	//     09:00:00.000 activity Ship Abnormal: carrier closed
+}
+
+// A process built in Go (package xpdl's builder) runs as one read from a
+// file does.
+func ExampleHarness_DeployPackage() {
+	t := &exampleT{}
+	defer t.finish()
+
+	str := xpdl.Basic(xpdl.BasicString)
+	b := xpdl.NewPackage("greetings")
+	p := xpdl.NewProcess("greet")
+	p.DataField("name", str)
+	p.DataField("greeting", str)
+	p.StartEvent("start")
+	p.ScriptTask("compose", `greeting = "Hello, " + name`)
+	p.EndEvent("end")
+	p.Sequence("start", "compose", "end")
+	b.Process(p)
+	pkg, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+
+	h := enginetest.New(t)
+	h.DeployPackage(pkg)
+	id := h.Start("greet", map[string]any{"name": "Ada"})
+	h.RunUntil(id, wftype.ProcessCompleted)
+	fmt.Println(h.Vars(id)["greeting"])
+	// Output: Hello, Ada
+}
+
+// With a directory (interface I3) work items go to people: the clerk's
+// review is offered to the holders of the role, and CompleteWorkItem acts
+// as the first of them.
+func ExampleWithDirectory() {
+	t := &exampleT{}
+	defer t.finish()
+
+	org, err := resource.ParseOrg([]byte(`
+users:
+  - id: carol
+    roles: [clerk]
+  - id: dave
+    roles: [manager]
+roles:
+  - id: clerk
+  - id: manager
+`), resource.FormatYAML)
+	if err != nil {
+		panic(err)
+	}
+	h := enginetest.New(t, enginetest.WithDirectory(org), enginetest.WithApplication("ship", ship))
+	h.DeployFile("testdata/approval.xpdl")
+	id := h.Start("approval", nil)
+	users, _ := h.Engine().EligibleUsers(h.Context(), h.WorkItem(id, "Review").ID)
+	fmt.Println("Review may be done by", users)
+	item := h.CompleteWorkItem(id, "Review", map[string]any{"approved": true})
+	fmt.Println("completed by", item.CompletedBy)
+	// Output:
+	// Review may be done by [carol]
+	// completed by carol
 }
