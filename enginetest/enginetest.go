@@ -167,6 +167,9 @@ func New(tb TB, opts ...Option) *Harness {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.timeout <= 0 {
+		tb.Fatalf("enginetest: WithTimeout(%s): the bound of a wait must be positive", o.timeout)
+	}
 	db := o.db
 	if db == nil {
 		db = openDB(tb, o.dsn)

@@ -418,6 +418,8 @@ func TestWithConfigMayNotTakeTheClock(t *testing.T) {
 		enginetest.New(tb, enginetest.WithConfig(func(cfg *engine.Config) { cfg.Clock = nil }))
 	})
 	require.Contains(t, msg, "WithConfig may not set Config.Clock")
+	msg = failure(t, func(tb enginetest.TB) { enginetest.New(tb, enginetest.WithTimeout(0)) })
+	require.Equal(t, "enginetest: WithTimeout(0s): the bound of a wait must be positive", msg)
 	// Other fields are the test's.
 	h := enginetest.New(t, enginetest.WithConfig(func(cfg *engine.Config) { cfg.NoOpUnboundApplications = true }))
 	h.Deploy(approval)
