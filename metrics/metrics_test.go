@@ -18,12 +18,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/enginetest"
 	"github.com/goxpdl/goxpdl/metrics"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/store/gormstore"
-	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
-	"github.com/goxpdl/goxpdl/workitem"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
@@ -45,64 +44,34 @@ var ordersXPDL = strings.Replace(xpdltest.PackageWith(`<Applications>
 	xpdltest.Transition("t1", "Charge>Review")+xpdltest.Transition("t2", "Review>Done")+
 		xpdltest.Transition("t3", "Review>Late!exception=late"))), `Id="pkg"`, `Id="orders"`, 1)
 
-// rig is an engine on a fake clock with its Metrics in a registry.
+// rig is an engine on a fake clock (enginetest) with its Metrics in a
+// registry.
 type rig struct {
-	t     *testing.T
-	ctx   context.Context
-	e     *engine.Engine
-	m     *metrics.Metrics
-	reg   *prometheus.Registry
-	clock *timer.Fake
+	*enginetest.Harness
+	t   *testing.T
+	m   *metrics.Metrics
+	reg *prometheus.Registry
 }
 
 func newRig(t *testing.T, db *gorm.DB) *rig {
 	t.Helper()
-	clock := timer.NewFake(epoch)
 	m := metrics.New()
-	e, err := engine.New(engine.Config{DB: db, Clock: clock, Observer: m, Location: time.UTC,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	var h *enginetest.Harness
 	// charge takes two seconds by the engine's clock, and fails for a
 	// negative amount.
-	e.RegisterApplication("charge", func(_ context.Context, c *engine.Call) (map[string]any, error) {
-		clock.Advance(2 * time.Second)
+	charge := func(_ context.Context, c *engine.Call) (map[string]any, error) {
+		h.Clock().Advance(2 * time.Second)
 		if c.Params["amount"].(int64) < 0 {
 			return nil, errors.New("card declined")
 		}
 		return nil, nil
-	})
-	require.NoError(t, e.Start(t.Context()))
-	t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
+	}
+	h = enginetest.New(t, enginetest.WithDB(db), enginetest.WithStart(epoch), enginetest.WithApplication("charge", charge),
+		enginetest.WithConfig(func(c *engine.Config) { c.Observer = m }))
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m)
-	_, err = e.Deploy(t.Context(), []byte(ordersXPDL))
-	require.NoError(t, err)
-	return &rig{t: t, ctx: t.Context(), e: e, m: m, reg: reg, clock: clock}
-}
-
-func (r *rig) start(amount int) int64 {
-	r.t.Helper()
-	id, err := r.e.StartProcess(r.ctx, engine.StartOptions{Package: "orders", Process: "order", Variables: map[string]any{"x": amount}})
-	require.NoError(r.t, err)
-	require.NoError(r.t, r.e.WaitIdle(r.ctx))
-	return id
-}
-
-// review returns instance id's open work item.
-func (r *rig) review(id int64) engine.WorkItem {
-	r.t.Helper()
-	page, err := r.e.WorkItems(r.ctx, engine.WorkItemFilter{Instance: id, States: []workitem.State{workitem.Offered}})
-	require.NoError(r.t, err)
-	require.Len(r.t, page.WorkItems, 1)
-	return page.WorkItems[0]
-}
-
-func (r *rig) state(id int64) wftype.ProcessState {
-	r.t.Helper()
-	require.NoError(r.t, r.e.WaitQuiet(r.ctx))
-	pi, err := r.e.Instance(r.ctx, id)
-	require.NoError(r.t, err)
-	return pi.State
+	h.Deploy([]byte(ordersXPDL))
+	return &rig{Harness: h, t: t, m: m, reg: reg}
 }
 
 // family returns the gathered metric family name.
@@ -153,17 +122,16 @@ func TestMetricsOfARealRun(t *testing.T) {
 		// A: reviewed in time. B: its review's deadline fires, 30 s late
 		// (the clock jumps past it). C: the charge fails; its incident
 		// stays open.
-		a := r.start(10)
-		r.clock.Advance(10 * time.Second)
-		_, err := r.e.CompleteWorkItem(r.ctx, r.review(a).ID, engine.Completion{User: "clerk1"})
-		require.NoError(t, err)
-		require.Equal(t, wftype.ProcessCompleted, r.state(a))
-		b := r.start(20)
-		r.review(b)
-		r.clock.Advance(90 * time.Second)
-		require.Equal(t, wftype.ProcessCompleted, r.state(b))
-		c := r.start(-1)
-		require.Equal(t, wftype.ProcessRunning, r.state(c))
+		a := r.Start("order", map[string]any{"x": 10})
+		r.Advance(10 * time.Second)
+		r.CompleteWorkItemAs(a, "Review", "clerk1", nil)
+		r.RunUntil(a, wftype.ProcessCompleted)
+		b := r.Start("order", map[string]any{"x": 20})
+		r.WorkItem(b, "Review")
+		r.Clock().Advance(90 * time.Second) // a jump, not Advance's steps: the deadline fires late
+		r.RunUntil(b, wftype.ProcessCompleted)
+		c := r.Start("order", map[string]any{"x": -1})
+		r.RunUntil(c, wftype.ProcessRunning)
 
 		require.NoError(t, testutil.GatherAndCompare(r.reg, strings.NewReader(`
 # HELP goxpdl_instances_finished_total Process instances that finished, by definition and outcome (completed, terminated, locked).
@@ -242,7 +210,7 @@ goxpdl_scrape_errors_total 0
 		require.Positive(t, n)
 
 		// The counters read from Stats agree with the engine's own.
-		st := r.e.Stats()
+		st := r.Engine().Stats()
 		require.InDelta(t, float64(st.Scheduler.EventsProcessed), scalar(t, r, "goxpdl_scheduler_events_total", map[string]string{"result": "processed"}), 0)
 		require.InDelta(t, float64(st.Commits.Runs), scalar(t, r, "goxpdl_commit_runs_total", nil), 0)
 		require.InDelta(t, 1, scalar(t, r, "goxpdl_timers_fired_total", nil), 0)

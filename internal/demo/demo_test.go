@@ -2,8 +2,6 @@ package demo_test
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -16,9 +14,9 @@ import (
 
 	"github.com/goxpdl/goxpdl/console/diagram"
 	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/enginetest"
 	"github.com/goxpdl/goxpdl/internal/demo"
 	"github.com/goxpdl/goxpdl/store/dbtest"
-	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
@@ -70,13 +68,12 @@ func TestPackageValidatesAndDraws(t *testing.T) {
 	}
 }
 
-// bundle is a started engine on a fake clock with a demo driver.
+// bundle is a started engine on a fake clock (enginetest) with a demo
+// driver.
 type bundle struct {
-	t     *testing.T
-	ctx   context.Context
-	clock *timer.Fake
-	e     *engine.Engine
-	d     *demo.Driver
+	*enginetest.Harness
+	t *testing.T
+	d *demo.Driver
 
 	mu      sync.Mutex
 	records []engine.Record
@@ -84,35 +81,29 @@ type bundle struct {
 
 func setup(t *testing.T, db *gorm.DB, cfg demo.Config) *bundle {
 	t.Helper()
-	clock := timer.NewFake(time.Date(2026, 12, 21, 9, 0, 0, 0, time.UTC))
-	e, err := engine.New(engine.Config{
-		DB: db, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		PollInterval: 20 * time.Millisecond,
-	})
-	require.NoError(t, err)
-	b := &bundle{t: t, ctx: t.Context(), clock: clock, e: e}
-	t.Cleanup(e.Subscribe(func(r engine.Record) {
+	b := &bundle{t: t, Harness: enginetest.New(t, enginetest.WithDB(db), enginetest.WithStart(time.Date(2026, 12, 21, 9, 0, 0, 0, time.UTC)))}
+	t.Cleanup(b.Engine().Subscribe(func(r engine.Record) {
 		b.mu.Lock()
 		b.records = append(b.records, r)
 		b.mu.Unlock()
 	}))
-	require.NoError(t, e.Start(b.ctx))
-	t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
-	cfg.Engine, cfg.Clock, cfg.Seed = e, clock, 7
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Engine, cfg.Clock, cfg.Seed = b.Engine(), b.Clock(), 7
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	var err error
 	b.d, err = demo.New(cfg)
 	require.NoError(t, err)
 	return b
 }
 
-// round lets a minute pass, then does one step of the demo and waits
-// until the engine has done what that caused.
+// round lets a minute pass (a jump: the clock does not stop at the
+// retries on the way), then does one step of the demo and waits until
+// the engine has done what that caused.
 func (b *bundle) round() {
 	b.t.Helper()
-	b.clock.Advance(time.Minute)
-	require.NoError(b.t, b.e.WaitQuiet(b.ctx))
-	require.NoError(b.t, b.d.Step(b.ctx))
-	require.NoError(b.t, b.e.WaitQuiet(b.ctx))
+	b.Clock().Advance(time.Minute)
+	b.Settle()
+	require.NoError(b.t, b.d.Step(b.Context()))
+	b.Settle()
 }
 
 // count counts the records of type typ (and activity, when not empty).
@@ -131,7 +122,7 @@ func (b *bundle) count(typ, activity string) int {
 // instances returns the demo's top-level instances.
 func (b *bundle) instances() []engine.ProcessInstance {
 	b.t.Helper()
-	page, err := b.e.Instances(b.ctx, engine.InstanceFilter{Package: demo.PackageID, Process: demo.ProcessID, Limit: 1000})
+	page, err := b.Engine().Instances(b.Context(), engine.InstanceFilter{Package: demo.PackageID, Process: demo.ProcessID, Limit: 1000})
 	require.NoError(b.t, err)
 	return page.Instances
 }
@@ -156,7 +147,7 @@ func TestDemoShowsLife(t *testing.T) {
 			byState[pi.State]++
 			require.NotEmpty(t, pi.BusinessKey)
 			if pi.State == wftype.ProcessCompleted {
-				vars, err := b.e.Variables(b.ctx, pi.ID)
+				vars, err := b.Engine().Variables(b.Context(), pi.ID)
 				require.NoError(t, err)
 				grades[vars["grade"].(string)] = true
 			}
@@ -173,7 +164,7 @@ func TestDemoShowsLife(t *testing.T) {
 		require.Positive(t, b.count("activity.reminder", "Decide"))
 		require.Positive(t, b.count("deadline.fired", "Decide"), "an undecided decision ran past its deadline")
 
-		incidents, err := b.e.Incidents(b.ctx, engine.IncidentFilter{})
+		incidents, err := b.Engine().Incidents(b.Context(), engine.IncidentFilter{})
 		require.NoError(t, err)
 		causes := map[engine.IncidentCause]int{}
 		for _, in := range incidents.Incidents {
@@ -201,7 +192,7 @@ func TestOutageIsRetried(t *testing.T) {
 		insts := b.instances()
 		require.Equal(t, wftype.ProcessCompleted, insts[0].State)
 		require.Equal(t, time.Date(2026, 12, 21, 9, 10, 0, 0, time.UTC), insts[0].EndedAt.UTC(), "Notify succeeded when the gateway was back")
-		page, err := b.e.Incidents(b.ctx, engine.IncidentFilter{States: []engine.IncidentState{engine.IncidentOpen, engine.IncidentResolved}})
+		page, err := b.Engine().Incidents(b.Context(), engine.IncidentFilter{States: []engine.IncidentState{engine.IncidentOpen, engine.IncidentResolved}})
 		require.NoError(t, err)
 		require.Len(t, page.Incidents, 1)
 		in := page.Incidents[0]
@@ -225,7 +216,7 @@ func TestScoringFailuresAreIncidents(t *testing.T) {
 		}
 		insts := b.instances()
 		require.Len(t, insts, 2)
-		page, err := b.e.Incidents(b.ctx, engine.IncidentFilter{})
+		page, err := b.Engine().Incidents(b.Context(), engine.IncidentFilter{})
 		require.NoError(t, err)
 		require.Len(t, page.Incidents, 2)
 		for _, in := range page.Incidents {
@@ -242,18 +233,18 @@ func TestDeployReusesAnUnchangedVersion(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db, demo.Config{})
-		first, deployed, err := demo.Deploy(b.ctx, b.e)
+		first, deployed, err := demo.Deploy(b.Context(), b.Engine())
 		require.NoError(t, err)
 		require.True(t, deployed)
-		again, deployed, err := demo.Deploy(b.ctx, b.e)
+		again, deployed, err := demo.Deploy(b.Context(), b.Engine())
 		require.NoError(t, err)
 		require.False(t, deployed)
 		require.Equal(t, first.ID, again.ID)
 
 		changed := bytes.Replace(demo.Source, []byte("PT2M"), []byte("PT3M"), 1)
-		_, err = b.e.Deploy(b.ctx, changed)
+		_, err = b.Engine().Deploy(b.Context(), changed)
 		require.NoError(t, err)
-		third, deployed, err := demo.Deploy(b.ctx, b.e)
+		third, deployed, err := demo.Deploy(b.Context(), b.Engine())
 		require.NoError(t, err)
 		require.True(t, deployed)
 		require.Equal(t, 3, third.Version)
@@ -266,7 +257,7 @@ func TestStartAndStop(t *testing.T) {
 	db := dbtest.OpenSQLite(t)
 	b := setup(t, db, demo.Config{StartEvery: time.Minute})
 	started := make(chan struct{}, 1)
-	defer b.e.Subscribe(func(r engine.Record) {
+	defer b.Engine().Subscribe(func(r engine.Record) {
 		if r.Type == engine.RecordProcessStarted && r.Process == demo.ProcessID {
 			select {
 			case started <- struct{}{}:
@@ -274,17 +265,17 @@ func TestStartAndStop(t *testing.T) {
 			}
 		}
 	})()
-	require.NoError(t, b.d.Stop(b.ctx), "Stop before Start does nothing")
-	require.NoError(t, b.d.Start(b.ctx))
+	require.NoError(t, b.d.Stop(b.Context()), "Stop before Start does nothing")
+	require.NoError(t, b.d.Start(b.Context()))
 	<-started // the first step runs at once
 	// The next comes when a minute has passed on the clock (the loop
 	// advances again if the step's timer was armed after the advance).
 	for b.d.Started() < 2 {
-		b.clock.Advance(time.Minute)
-		require.NoError(t, b.e.WaitQuiet(b.ctx))
+		b.Clock().Advance(time.Minute)
+		b.Settle()
 	}
-	require.NoError(t, b.d.Stop(b.ctx))
-	require.NoError(t, b.d.Stop(b.ctx), "idempotent")
+	require.NoError(t, b.d.Stop(b.Context()))
+	require.NoError(t, b.d.Stop(b.Context()), "idempotent")
 	require.GreaterOrEqual(t, b.d.Started(), 2)
 }
 
