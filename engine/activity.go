@@ -741,22 +741,26 @@ func (r *run) callTools(a *act) (exception string, err error) {
 // call calls an application or hook function, observing how long it
 // took and how it ended.
 func (r *run) call(fn ApplicationFunc, call *Call) (map[string]any, error) {
-	if r.e.observer == nil {
+	if r.e.observer == nil && r.e.tracer == nil {
 		return callSafely(r.ctx, fn, call)
 	}
+	ctx, span := r.startCall(call)
 	began := r.e.clock.Now()
-	out, err := callSafely(r.ctx, fn, call)
-	o := ApplicationCalled{
-		Application: call.Application, ToolAgentClass: call.ToolAgentClass, Hook: call.Hook, Process: r.pi.ProcessDefID,
-		Activity: call.ActivityID, Instance: call.ProcessInstanceID, ActivityInstance: call.ActivityInstanceID,
-		Duration: r.e.clock.Now().Sub(began), Result: CallOK,
-	}
+	out, err := callSafely(ctx, fn, call)
+	result := CallOK
 	if _, ok := errors.AsType[*ApplicationException](err); ok {
-		o.Result = CallException
+		result = CallException
 	} else if err != nil {
-		o.Result = CallError
+		result = CallError
 	}
-	r.called(o)
+	endCall(span, result, err)
+	if r.e.observer != nil {
+		r.called(ApplicationCalled{
+			Application: call.Application, ToolAgentClass: call.ToolAgentClass, Hook: call.Hook, Process: r.pi.ProcessDefID,
+			Activity: call.ActivityID, Instance: call.ProcessInstanceID, ActivityInstance: call.ActivityInstanceID,
+			Duration: r.e.clock.Now().Sub(began), Result: result,
+		})
+	}
 	return out, err
 }
 

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/eventbus"
@@ -243,6 +244,19 @@ type Config struct {
 	// Attacher is attached to the engine by New. Nil observes nothing.
 	// Engine.Stats has the counters either way.
 	Observer Observer
+	// TracerProvider, when set, makes OpenTelemetry spans: one per step
+	// (an event of the outbox processed, "goxpdl step KIND") and one per
+	// application or hook call ("goxpdl application ID"), a child of its
+	// step's, whose span context the host's ApplicationFunc finds in its
+	// context. The steps of one process instance are children of the
+	// instance's span context (Engine.InstanceSpanContext), so a tracing
+	// backend shows one trace per instance. Nil makes no spans and costs
+	// nothing.
+	TracerProvider trace.TracerProvider
+	// TraceNamespace goes into the hash that makes an instance's trace
+	// id: set it to tell the instances of several goxpdl databases that
+	// report to one tracing backend apart (their instance ids repeat).
+	TraceNamespace string
 }
 
 // DeadBranchMode is what a lost branch does (Config.DeadBranch).
@@ -301,7 +315,8 @@ type Engine struct {
 	obsMu     sync.RWMutex
 	observers []func(Record)
 	seq       atomic.Int64
-	observer  Observer // Config.Observer; nil for none
+	observer  Observer     // Config.Observer; nil for none
+	tracer    trace.Tracer // from Config.TracerProvider; nil for none
 
 	state   atomic.Int32 // 0 new, 1 running, 2 stopped
 	runMu   sync.Mutex
@@ -443,6 +458,7 @@ func New(cfg Config) (*Engine, error) {
 		apps:     make(map[string]binding),
 		agents:   make(map[string]binding),
 		observer: cfg.Observer,
+		tracer:   tracerOf(cfg.TracerProvider),
 	}
 	e.reservesIDs = st.Capabilities().ReservesIDs
 	lanes := 1 // SQLite has one writer

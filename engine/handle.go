@@ -25,14 +25,19 @@ const maxConflictRetries = 20
 // transaction produced to the scheduler and the records to observers.
 // The Observer sees how long the event waited and how long it took.
 func (e *Engine) handle(ctx context.Context, ev store.Event) error {
-	if e.observer == nil {
+	if e.observer == nil && e.tracer == nil {
 		_, err := e.process(ctx, ev)
 		return err
 	}
+	ctx, span := e.startStep(ctx, ev)
 	began := e.clock.Now()
 	result, err := e.process(ctx, ev)
 	if err != nil && result == EventDone {
 		result = EventRetried
+	}
+	endStep(span, result, err)
+	if e.observer == nil {
+		return err
 	}
 	ready := ev.CreatedAt
 	if ev.AvailableAt.After(ready) {
