@@ -308,6 +308,26 @@ type Tx interface {
 	// UpdateBatchProgress the same way.
 	ReleaseClaims(ctx context.Context, owner string) (int64, error)
 
+	// AcquireIDNode leases a free node number of the id allocator to
+	// params.Owner: the lowest number no one holds or whose lease ended
+	// at or before params.Now, preferring one whose ReservedUntil is not
+	// after params.Now. It returns the number as stored and from, the
+	// earliest time the owner's ids may carry: params.Now, or the
+	// previous holder's ReservedUntil when that is later. ReservedUntil
+	// becomes from plus params.Reserve. Of concurrent callers, each gets
+	// another number (a caller may get ErrConflict or ErrDuplicate and
+	// try again); ErrExhausted when every number is leased.
+	AcquireIDNode(ctx context.Context, params AcquireIDNodeParams) (node IDNode, from time.Time, err error)
+	// RenewIDNode moves the lease of a number params.Owner holds to
+	// params.LeaseUntil, and its ReservedUntil to params.ReservedUntil
+	// when that is later; ErrLeaseLost when params.Owner does not hold
+	// it (another allocator took it after the lease ran out).
+	RenewIDNode(ctx context.Context, params RenewIDNodeParams) error
+	// ReleaseIDNode gives up a number params.Owner holds, keeping the
+	// later of the stored ReservedUntil and params.ReservedUntil; nothing
+	// happens when it does not hold it.
+	ReleaseIDNode(ctx context.Context, params ReleaseIDNodeParams) error
+
 	// RegisterNode records that the engine process params.Owner runs as
 	// node params.ID: the node's row is created (Epoch 1) or taken over
 	// (Epoch increased, the lease renewed). It returns the node as stored

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
 	t.Run("Timer", h.testTimers)
 	t.Run("Node", h.testNodes)
+	t.Run("IDNode", h.testIDNodes)
 	t.Run("Subscription", h.testSubscriptions)
 	t.Run("Incident", h.testIncidents)
 	t.Run("Migrate", h.testMigrate)
