@@ -168,6 +168,16 @@ func (a *Allocator) Acquire(ctx context.Context) error {
 const maxAcquireTries = 10
 
 func (a *Allocator) acquireLocked(ctx context.Context) error {
+	n, from, err := a.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	a.take(n, from)
+	return nil
+}
+
+// acquire leases a node number, trying again when it lost a race for one.
+func (a *Allocator) acquire(ctx context.Context) (store.IDNode, time.Time, error) {
 	for try := 1; ; try++ {
 		now := a.cfg.Clock.Now()
 		n, from, err := a.cfg.Store.AcquireIDNode(ctx, store.AcquireIDNodeParams{
@@ -177,17 +187,22 @@ func (a *Allocator) acquireLocked(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("idgen: acquire a node number: %w", err)
+			return store.IDNode{}, time.Time{}, fmt.Errorf("idgen: acquire a node number: %w", err)
 		}
-		start := millis(from)
-		if start < 0 {
-			return fmt.Errorf("%w: the clock reads %v, before the ids' epoch %v", ErrNoID, from, Epoch)
+		if millis(from) < 0 {
+			// Give the number back: this allocator cannot use it.
+			_ = a.cfg.Store.ReleaseIDNode(ctx, store.ReleaseIDNodeParams{Number: n.Number, Owner: a.cfg.Owner, Now: now, ReservedUntil: from})
+			return store.IDNode{}, time.Time{}, fmt.Errorf("%w: the clock reads %v, before the ids' epoch %v", ErrNoID, from, Epoch)
 		}
-		// The first id is at start or later: a sequence past the last
-		// one makes Next move on to the next millisecond.
-		a.node, a.last, a.seq, a.limit = n.Number, max(a.last, start-1), maxSeq, millis(n.ReservedUntil)
-		return nil
+		return n, from, nil
 	}
+}
+
+// take starts using node number n from time from on. The first id is at
+// from or later: a sequence past the last one makes Next move on to the
+// next millisecond.
+func (a *Allocator) take(n store.IDNode, from time.Time) {
+	a.node, a.last, a.seq, a.limit = n.Number, max(a.last, millis(from)-1), maxSeq, millis(n.ReservedUntil)
 }
 
 // Node returns the allocator's node number, and false when it holds none.
@@ -276,18 +291,63 @@ func (a *Allocator) renew(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-t.C():
 		}
-		a.mu.Lock()
-		var err error
-		if a.node < 0 {
-			err = a.acquireLocked(ctx)
-		} else {
-			err = a.renewLocked(ctx, a.last)
-		}
-		a.mu.Unlock()
-		if err != nil {
+		if err := a.renewOnce(ctx); err != nil {
 			a.log.Warn("could not renew the id allocator's node number; trying again", "owner", a.cfg.Owner, "err", err)
 		}
 	}
+}
+
+// renewOnce is one turn of the renewer. It holds the allocator's lock
+// only to read and to apply, never during a statement: a transaction that
+// asks for an id may hold the database's write lock (SQLite) meanwhile.
+func (a *Allocator) renewOnce(ctx context.Context) error {
+	a.mu.Lock()
+	node, last, limit, released := a.node, a.last, a.limit, a.released
+	a.mu.Unlock()
+	if released {
+		return nil
+	}
+	if node < 0 {
+		return a.reacquire(ctx)
+	}
+	now := a.cfg.Clock.Now()
+	reserved := max(limit, max(millis(now), last)+a.cfg.Lease.Milliseconds())
+	err := a.cfg.Store.RenewIDNode(ctx, store.RenewIDNodeParams{
+		Number: node, Owner: a.cfg.Owner, LeaseUntil: now.Add(a.cfg.Lease), ReservedUntil: timeOf(reserved),
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.node != node {
+		return nil // lost, or stopped, meanwhile
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		a.log.Error("the id allocator's node number was taken by another allocator; taking another", "node", node, "owner", a.cfg.Owner)
+		a.node = -1
+	}
+	if err != nil {
+		return err
+	}
+	a.limit = max(a.limit, reserved)
+	return nil
+}
+
+// reacquire takes a new node number after the last one was lost.
+func (a *Allocator) reacquire(ctx context.Context) error {
+	n, from, err := a.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.released || a.node >= 0 {
+		// Stopped, or another acquisition won meanwhile: give it back.
+		a.mu.Unlock()
+		err := a.cfg.Store.ReleaseIDNode(ctx, store.ReleaseIDNodeParams{Number: n.Number, Owner: a.cfg.Owner, Now: a.cfg.Clock.Now(), ReservedUntil: from})
+		a.mu.Lock()
+		return err
+	}
+	a.take(n, from)
+	return nil
 }
 
 // Stop stops the renewer and releases the node number, recording how far
@@ -297,19 +357,20 @@ func (a *Allocator) Stop(ctx context.Context) error {
 	if err := a.renewer.Stop(ctx); err != nil {
 		return err
 	}
+	// The statement runs without the lock: a transaction asking for an
+	// id meanwhile may hold the database's write lock (SQLite).
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.released {
+	if a.released || a.node < 0 {
+		a.released = true
+		a.mu.Unlock()
 		return nil
 	}
 	a.released = true
-	if a.node < 0 {
-		return nil
-	}
-	node := a.node
+	node, last := a.node, a.last
 	a.node = -1
+	a.mu.Unlock()
 	err := a.cfg.Store.ReleaseIDNode(ctx, store.ReleaseIDNodeParams{
-		Number: node, Owner: a.cfg.Owner, Now: a.cfg.Clock.Now(), ReservedUntil: timeOf(a.last + 1),
+		Number: node, Owner: a.cfg.Owner, Now: a.cfg.Clock.Now(), ReservedUntil: timeOf(last + 1),
 	})
 	if err != nil {
 		return fmt.Errorf("idgen: release node number %d: %w", node, err)
