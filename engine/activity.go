@@ -183,9 +183,6 @@ func (r *run) startWaiting(a *act) error {
 	}
 	switch wftype.ActivityState(a.row.State) {
 	case wftype.ActivityInActive, wftype.ActivityWaiting:
-		if err := r.persist(a); err != nil {
-			return err
-		}
 		r.arm(a, plan)
 	}
 	return nil
@@ -214,9 +211,6 @@ func (e *storeErr) Unwrap() error { return e.err }
 // item at once.
 func (r *run) offer(a *act) error {
 	if err := r.setActivity(a, machine.ActivityOffer, ""); err != nil {
-		return err
-	}
-	if err := r.persist(a); err != nil {
 		return err
 	}
 	assignees, err := r.assignees(a)
@@ -613,9 +607,6 @@ func (r *run) startBlock(a *act) error {
 	if err := r.setActivity(a, machine.ActivityWait, ""); err != nil {
 		return err
 	}
-	if err := r.identify(a); err != nil { // its activities refer to it
-		return err
-	}
 	sc := flow.Scope{Flow: &set.Flow, Block: a.row.ID}
 	for _, def := range startActivities(&set.Flow, a.def.Block.StartActivity) {
 		if _, err := r.createActivity(sc, def, true); err != nil {
@@ -663,9 +654,6 @@ func (r *run) application(id string) *xpdl.Application {
 // raised, or an error: retryable or a database error (roll back), or
 // fatal (the activity goes Abnormal).
 func (r *run) callTools(a *act) (exception string, err error) {
-	if err := r.identify(a); err != nil { // the idempotency key names it
-		return "", err
-	}
 	for i, tc := range a.def.Tools {
 		app := r.application(tc.Application)
 		if app == nil {

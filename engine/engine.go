@@ -36,6 +36,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/eventbus"
+	"github.com/goxpdl/goxpdl/idgen"
 	"github.com/goxpdl/goxpdl/recovery"
 	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/scheduler"
@@ -325,15 +326,14 @@ type Engine struct {
 	conflicts atomic.Uint64
 
 	commits *groupCommitter
-	// reservesIDs: the store names new activity instances' IDs before
-	// writing them (store.Capabilities.ReservesIDs).
-	reservesIDs bool
-	timers      *timer.Service
-	rescuer     *timer.Periodic // nil when Config.RescueInterval < 0
-	batches     *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
-	retention   *retention
-	folder      *timer.Periodic        // folds the instance counts (overview.go)
-	dbVersion   atomic.Pointer[string] // the server's version, once read (overview.go)
+	// ids makes the IDs of the rows the engine writes (package idgen).
+	ids       *idgen.Allocator
+	timers    *timer.Service
+	rescuer   *timer.Periodic // nil when Config.RescueInterval < 0
+	batches   *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
+	retention *retention
+	folder    *timer.Periodic        // folds the instance counts (overview.go)
+	dbVersion atomic.Pointer[string] // the server's version, once read (overview.go)
 	// bulkLoadedFunc, set by tests only, sees each instance commandMany
 	// loaded, with its version (a test makes it stale).
 	bulkLoadedFunc func(id int64, version *int64)
@@ -460,7 +460,6 @@ func New(cfg Config) (*Engine, error) {
 		observer: cfg.Observer,
 		tracer:   tracerOf(cfg.TracerProvider),
 	}
-	e.reservesIDs = st.Capabilities().ReservesIDs
 	lanes := 1 // SQLite has one writer
 	if st.Capabilities().Dialect == store.DialectMySQL {
 		lanes = mysqlCommitLanes
@@ -483,10 +482,22 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e.owner = cfg.NodeID + "#" + rand.Text()[:10]
+	// On SQLite one process owns the database (recovery.LockFile, or a
+	// private in-memory database), so the allocator follows the clock
+	// past a spent reservation rather than renew it in a statement of its
+	// own, which would wait for the transaction asking for the id.
+	e.ids, err = idgen.New(idgen.Config{
+		Store: st, Clock: cfg.Clock, Owner: e.owner, Logger: cfg.Logger,
+		Exclusive: st.Capabilities().Dialect == store.DialectSQLite,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	e.bus, err = eventbus.New(eventbus.Config{
 		Store:        e.store,
 		Clock:        cfg.Clock,
 		Owner:        e.owner,
+		IDs:          e.ids.Next,
 		Lease:        cfg.EventLease,
 		PollInterval: cfg.PollInterval,
 		Logger:       cfg.Logger,
@@ -526,6 +537,11 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("%w: Config.Observer: %w", ErrConfig, err)
 		}
 	}
+	// Last, so that nothing fails after it: a node number, leased until
+	// Stop (or, for an engine never stopped, until its lease runs out).
+	if err := e.ids.Acquire(context.Background()); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	return e, nil
 }
 
@@ -544,7 +560,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	if err := e.join(ctx); err != nil {
 		e.state.Store(2)
-		return err
+		return errors.Join(err, e.ids.Stop(ctx))
+	}
+	if err := e.ids.Start(ctx); err != nil {
+		return errors.Join(err, e.leave(ctx))
 	}
 	if err := e.sched.Start(ctx); err != nil {
 		return errors.Join(err, e.leave(ctx))
@@ -615,6 +634,9 @@ func (e *Engine) leave(ctx context.Context) error {
 		// run claimed and did not process at once, not after their lease.
 		_, err = e.store.ReleaseClaims(ctx, e.owner)
 	}
+	// The node number goes back recording how far its ids went, so that
+	// its next holder starts after them.
+	err = errors.Join(err, e.ids.Stop(ctx))
 	if e.unlockFile != nil {
 		e.unlockFile()
 	}
@@ -638,7 +660,9 @@ func (e *Engine) stopProcessing() {
 // idempotent.
 func (e *Engine) Stop(ctx context.Context) error {
 	if !e.state.CompareAndSwap(1, 2) {
-		e.state.CompareAndSwap(0, 2)
+		if e.state.CompareAndSwap(0, 2) {
+			return e.ids.Stop(ctx) // never started: give the node number back
+		}
 		return nil
 	}
 	var rescuerErr, batchesErr, retentionErr error

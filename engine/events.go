@@ -243,8 +243,11 @@ func (r *run) publishNow(hosted bool) error {
 	if len(r.events) == 0 {
 		return nil
 	}
+	if r.idErr != nil {
+		return r.idErr
+	}
 	if hosted {
-		_, err := r.tx.InsertEvents(r.ctx, r.withIDs(r.events))
+		_, err := r.tx.InsertEvents(r.ctx, r.events)
 		return err
 	}
 	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)
@@ -428,9 +431,6 @@ func (r *run) catchPending() error {
 
 // subscribe records that a waits for its signal.
 func (r *run) subscribe(a *act) error {
-	if err := r.persist(a); err != nil {
-		return err
-	}
 	_, err := r.tx.InsertSubscriptions(r.ctx, []store.Subscription{{
 		Kind: subSignal, Name: a.def.Event.Ref, ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID,
 		ActivityDefID: a.def.ID, CreatedAt: r.now,

@@ -37,8 +37,10 @@ func TestALostClaimCannotCommit(t *testing.T) {
 		// This node claimed a terminate request; then it was declared dead
 		// and another node claimed the event.
 		until := e.now().Add(time.Hour)
+		evID, err := e.ids.Next(ctx)
+		require.NoError(t, err)
 		evs, err := e.store.InsertEvents(ctx, []store.Event{{
-			EventID: "terminate", ProcessInstanceID: id, Kind: evTerminate, Critical: true,
+			ID: evID, EventID: "terminate", ProcessInstanceID: id, Kind: evTerminate, Critical: true,
 			CreatedAt: e.now(), AvailableAt: until, ClaimedBy: e.owner, ClaimedUntil: &until,
 		}})
 		require.NoError(t, err)

@@ -169,8 +169,10 @@ func TestStaleCachedInstanceIsFencedByItsVersion(t *testing.T) {
 			}
 		}
 		until := e.now().Add(time.Minute)
+		evID, err := e.ids.Next(ctx)
+		require.NoError(t, err)
 		evs, err := e.store.InsertEvents(ctx, []store.Event{{
-			EventID: "again", ProcessInstanceID: id, Kind: evActivityStart, Payload: mustJSON(payload{Activity: m}),
+			ID: evID, EventID: "again", ProcessInstanceID: id, Kind: evActivityStart, Payload: mustJSON(payload{Activity: m}),
 			CreatedAt: e.now(), AvailableAt: until, ClaimedBy: e.owner, ClaimedUntil: &until,
 		}})
 		require.NoError(t, err)

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,6 +163,7 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 // committer's critical lane, or a normal one.
 func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn body) error {
 	doomed := map[string]failure{}
+	actIDs := map[string]int64{}
 	bodies := 0 // runs of the body, across attempts and group-commit replays
 	// The application calls of every attempt, observed once the
 	// transaction is over whatever its outcome: they happened.
@@ -182,7 +181,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			bodies++
 			r = e.newRun(ctx, tx, actor)
 			r.calls = &calls
-			r.doomed = doomed
+			r.doomed, r.actIDs = doomed, actIDs
 			// A body run again (a conflict, a failure rolled back, a
 			// group commit replayed after another member failed) may
 			// have called applications before: as for a redelivered
@@ -217,6 +216,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 		if errors.Is(err, store.ErrConflict) && hostTx == nil && attempt < maxConflictRetries {
 			e.conflicts.Add(1)
 			clear(doomed) // the instance moved on: its activities are to be looked at again
+			clear(actIDs)
 			continue
 		}
 		if rb, ok := errors.AsType[*rolledBack](err); ok && attempt < maxConflictRetries {
@@ -327,11 +327,4 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("engine: encode %T: %v", v, err)) // only our own plain structs
 	}
 	return data
-}
-
-// newEventID returns a random, unique event id.
-func newEventID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b[:])
 }

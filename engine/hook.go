@@ -66,9 +66,6 @@ func (r *run) callHooks(a *act, event string) (exception string, err error) {
 	if len(classes) == 0 {
 		return "", nil
 	}
-	if err := r.identify(a); err != nil { // the idempotency key names it
-		return "", err
-	}
 	for i, class := range classes {
 		b, ok := r.e.resolveAgent(class)
 		if !ok {

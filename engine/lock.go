@@ -367,7 +367,7 @@ func (r *run) grantWaiting(locks []store.Lock, why string) error {
 func (r *run) dequeue(l store.Lock, why string) error {
 	c := r.e.newRun(r.ctx, r.tx, r.actor)
 	c.now = r.now
-	c.doomed, c.rerun = r.doomed, r.rerun
+	c.doomed, c.rerun, c.actIDs = r.doomed, r.rerun, r.actIDs
 	c.calls = r.calls
 	if err := c.load(l.ProcessInstanceID); err != nil {
 		return err

@@ -173,9 +173,6 @@ func (r *run) startLoop(a *act) error {
 	if err := r.setActivity(a, machine.ActivityWait, ""); err != nil {
 		return err
 	}
-	if err := r.identify(a); err != nil { // its instances refer to it
-		return err
-	}
 	n := 1
 	if l.Type == xpdl.LoopMultiInstance && !sequential(l) {
 		n = st.N

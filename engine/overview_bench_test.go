@@ -238,7 +238,7 @@ func loadConsoleData(ctx context.Context, b *testing.B, e *engine.Engine, n int)
 			case state == wftype.ProcessCompleted && i%10 == 0:
 				for _, a := range []string{"Receive", "Check", "Review"} {
 					actRows = append(actRows, store.ActivityInstance{
-						ProcessInstanceID: pi.ID, ActivityDefID: a, State: string(wftype.ActivityCompleted),
+						ID: int64(acts + len(actRows) + 1), ProcessInstanceID: pi.ID, ActivityDefID: a, State: string(wftype.ActivityCompleted),
 						Attempt: 1, CreatedAt: pi.CreatedAt, UpdatedAt: *pi.EndedAt, EndedAt: pi.EndedAt,
 					})
 				}
@@ -266,7 +266,7 @@ func loadConsoleData(ctx context.Context, b *testing.B, e *engine.Engine, n int)
 	for i := range events {
 		at := consoleNow.Add(-3*time.Second + time.Duration(i)*time.Millisecond)
 		events[i] = store.Event{
-			EventID: fmt.Sprintf("bench-%d", i), ProcessInstanceID: lastID - int64(i), Kind: "activity.start",
+			ID: int64(i + 1), EventID: fmt.Sprintf("bench-%d", i), ProcessInstanceID: lastID - int64(i), Kind: "activity.start",
 			CreatedAt: at, AvailableAt: at,
 		}
 	}

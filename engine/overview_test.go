@@ -93,7 +93,7 @@ func TestOverview(t *testing.T) {
 		// half a minute ago.
 		now := clock.Now()
 		_, err := h.e.Store().InsertEvents(h.ctx, []store.Event{{
-			EventID: "waiting", ProcessInstanceID: d1, Kind: "test", CreatedAt: now.Add(-30 * time.Second), AvailableAt: now.Add(time.Hour),
+			ID: 1, EventID: "waiting", ProcessInstanceID: d1, Kind: "test", CreatedAt: now.Add(-30 * time.Second), AvailableAt: now.Add(time.Hour),
 		}})
 		require.NoError(t, err)
 

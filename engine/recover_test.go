@@ -27,7 +27,7 @@ func leaveAsKilled(t *testing.T, st store.Store, node, owner string, id int64, n
 	require.NoError(t, err)
 	until := now.Add(time.Hour)
 	_, err = st.InsertEvents(t.Context(), []store.Event{{
-		EventID: owner + "-terminate", ProcessInstanceID: id, Kind: string(wftype.EventTerminateRequested), Critical: true,
+		ID: id, EventID: owner + "-terminate", ProcessInstanceID: id, Kind: string(wftype.EventTerminateRequested), Critical: true,
 		CreatedAt: now, AvailableAt: now, ClaimedBy: owner, ClaimedUntil: &until,
 	}})
 	require.NoError(t, err)

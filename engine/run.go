@@ -13,6 +13,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine/flow"
 	"github.com/goxpdl/goxpdl/engine/machine"
+	"github.com/goxpdl/goxpdl/eventbus"
 	"github.com/goxpdl/goxpdl/script"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -64,20 +65,18 @@ type run struct {
 	decls     map[string]decl
 	dirtyVars map[string]bool
 
-	history    []store.HistoryEntry
-	events     []store.Event
-	finishing  []func(Observer) // the instance's end, observed after the rest at flush
-	eventActs  []*act           // per event: the activity its payload names, if any
-	records    []Record
-	recordActs []*act // per record: the activity it names, if any
-	inline     []*act // activities of activity sets to start in this transaction
-	children   []*run // subflow instances this run created
-	published  []store.Event
-	flushed    bool                           // flush wrote the instance
-	inserted   *store.ProcessInstance         // the instance as this run inserted it, if it did
-	timers     []store.Timer                  // timers to arm at flush
-	incidents  []pendingIncident              // incidents to open at flush
-	resolved   []store.ResolveIncidentsParams // incidents to resolve at flush
+	history   []store.HistoryEntry
+	events    []store.Event
+	finishing []func(Observer) // the instance's end, observed after the rest at flush
+	records   []Record
+	inline    []*act // activities of activity sets to start in this transaction
+	children  []*run // subflow instances this run created
+	published []store.Event
+	flushed   bool                           // flush wrote the instance
+	inserted  *store.ProcessInstance         // the instance as this run inserted it, if it did
+	timers    []store.Timer                  // timers to arm at flush
+	incidents []pendingIncident              // incidents to open at flush
+	resolved  []store.ResolveIncidentsParams // incidents to resolve at flush
 	// skipping is the activity an operator's skip is routing on
 	// (SkipActivity); a failure to route it refuses the skip.
 	skipping *act
@@ -92,6 +91,15 @@ type run struct {
 	// created counts the activities this run created, by scope and
 	// definition, to give each a key that a rerun gives it again.
 	created map[string]int
+	// actIDs maps the activities an earlier attempt of this transaction
+	// created (by instance and act.key) to the IDs it gave them, so that
+	// a rerun gives each the same ID (its applications' idempotency keys
+	// name it); those attempts rolled back, so the IDs are free. Shared
+	// by the attempts of one transact, like doomed; nil for none.
+	actIDs map[string]int64
+	// idErr is the first failure of the id allocator in this run (newID);
+	// flush fails with it, so that no row without its ID is written.
+	idErr error
 	// observed are the observations for Config.Observer, handed over
 	// once the run's transaction committed (nil without an observer).
 	observed []func(Observer)
@@ -103,12 +111,11 @@ type run struct {
 
 // act is an activity instance with its definition. A run changes
 // activity instances in memory and writes each once, at flush: the new
-// ones in one multi-row INSERT, the changed ones with one UPDATE each.
-// On SQLite a new instance gets its ID when created (the store reserves
-// it); on MySQL it has none until written, so what refers to it
-// (history, records, events) is completed at flush, and code that needs
-// the ID earlier (an application call, a work item, a subflow, an
-// activity set) writes it first (identify, persist).
+// ones in one multi-row INSERT, the changed ones with one UPDATE each. A
+// new instance gets its ID from the engine's allocator (package idgen)
+// when it is created, so what refers to it (history, records, events,
+// work items, subflows, an application call's idempotency key) is built
+// complete at once.
 type act struct {
 	row    store.ActivityInstance
 	def    *xpdl.Activity
@@ -131,7 +138,7 @@ type act struct {
 	// transaction: "#ID" for one created before the run; for one the run
 	// creates, its scope's key, its definition id and how many of them
 	// the run created before it, which a rerun from the same state gives
-	// it again even where the database gives it another ID (MySQL).
+	// it again (and with it the same ID, actIDs).
 	key string
 }
 
@@ -395,10 +402,8 @@ func (r *run) activityFinished(a *act, outcome ActivityOutcome) {
 	}
 	o := ActivityFinished{Package: r.packageID(), Process: r.pi.ProcessDefID, Version: r.version(), Activity: a.def.ID,
 		Type: ActivityTypeOf(a.def), Instance: r.pi.ID, Outcome: outcome, Duration: r.e.clock.Now().Sub(a.row.CreatedAt)}
-	r.note(func(obs Observer) {
-		o.ActivityInstance = a.row.ID // known once written (flush)
-		obs.ActivityFinished(o)
-	})
+	o.ActivityInstance = a.row.ID
+	r.note(func(obs Observer) { obs.ActivityFinished(o) })
 }
 
 // note queues an observation for when the run's transaction commits.
@@ -435,29 +440,15 @@ func (r *run) version() int {
 	return r.dep.def.Version
 }
 
-// identify makes sure a new activity instance has its ID: reserved when
-// it was created (SQLite), or by writing it now (MySQL).
-func (r *run) identify(a *act) error {
-	if a.row.ID != 0 {
-		return nil
+// newID returns a new ID for a row of this run. When the allocator
+// fails it returns 0 and keeps the error for flush (idErr), which fails
+// the run: no row is written without its ID.
+func (r *run) newID() int64 {
+	id, err := r.e.ids.Next(r.ctx)
+	if err != nil && r.idErr == nil {
+		r.idErr = err
 	}
-	return r.persist(a)
-}
-
-// persist writes a new activity instance now, for rows of this
-// transaction that refer to it; the others are written together at
-// flush.
-func (r *run) persist(a *act) error {
-	if a.stored {
-		return nil
-	}
-	rows, err := r.tx.InsertActivityInstances(r.ctx, []store.ActivityInstance{a.row})
-	if err != nil {
-		return err
-	}
-	a.row.ID, a.row.Version = rows[0].ID, rows[0].Version
-	a.stored, a.dirty = true, false
-	return nil
+	return id
 }
 
 // createActivity creates an Initiated instance of def in scope sc and
@@ -473,14 +464,6 @@ func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (
 		row.BlockInstanceID = &block
 		row.ActivitySetID = r.setOf(sc)
 	}
-	if r.e.reservesIDs {
-		// The row is written once, at flush, with the ID known now.
-		id, err := r.tx.ReserveActivityInstanceIDs(r.ctx, 1)
-		if err != nil {
-			return nil, err
-		}
-		row.ID = id
-	}
 	prefix := ""
 	if sc.Block != 0 {
 		if block := r.activity(sc.Block); block != nil {
@@ -492,7 +475,20 @@ func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (
 		r.created = make(map[string]int)
 	}
 	r.created[prefix]++
-	a := &act{row: row, def: def, scope: sc, key: prefix + "." + strconv.Itoa(r.created[prefix])}
+	key := prefix + "." + strconv.Itoa(r.created[prefix])
+	idKey := strconv.FormatInt(r.pi.ID, 10) + key
+	id, ok := r.actIDs[idKey]
+	if !ok {
+		var err error
+		if id, err = r.e.ids.Next(r.ctx); err != nil {
+			return nil, err
+		}
+		if r.actIDs != nil {
+			r.actIDs[idKey] = id
+		}
+	}
+	row.ID = id
+	a := &act{row: row, def: def, scope: sc, key: key}
 	r.acts = append(r.acts, a)
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &a.row.ID, Subject: store.SubjectActivity,
@@ -521,20 +517,20 @@ func (r *run) scheduleStart(a *act) {
 	r.emitStart(a)
 }
 
-// emitStart queues the event that starts a in a transaction of its own;
-// its payload names a once a has its ID (at flush).
+// emitStart queues the event that starts a in a transaction of its own.
 func (r *run) emitStart(a *act) {
-	r.emit(r.pi.ID, evActivityStart, payload{}, false)
-	r.eventActs[len(r.eventActs)-1] = a
+	r.emit(r.pi.ID, evActivityStart, payload{Activity: a.row.ID}, false)
 }
 
-// emit queues an event for the outbox.
+// emit queues an event for the outbox, with its ID: the engine's, the
+// same scheme for events published on the bus and for those a host's
+// transaction leaves to the poller.
 func (r *run) emit(instance int64, kind string, p payload, critical bool) {
+	id := r.newID()
 	r.events = append(r.events, store.Event{
-		ProcessInstanceID: instance, Kind: kind, Payload: mustJSON(p), Critical: critical,
+		ID: id, EventID: eventbus.EventID(id), ProcessInstanceID: instance, Kind: kind, Payload: mustJSON(p), Critical: critical,
 		CreatedAt: r.now, AvailableAt: r.now,
 	})
-	r.eventActs = append(r.eventActs, nil)
 }
 
 func (r *run) record(rec Record) {
@@ -550,14 +546,12 @@ func (r *run) record(rec Record) {
 		rec.BusinessKey = r.pi.BusinessKey
 	}
 	r.records = append(r.records, rec)
-	r.recordActs = append(r.recordActs, nil)
 }
 
-// recordActivity is record for a record about activity instance a, whose
-// ID it gets at flush.
+// recordActivity is record for a record about activity instance a.
 func (r *run) recordActivity(a *act, rec Record) {
+	rec.ActivityInstance = a.row.ID
 	r.record(rec)
-	r.recordActs[len(r.recordActs)-1] = a
 }
 
 // maxInline bounds the activities one transaction starts inside activity
@@ -588,6 +582,9 @@ func (r *run) drain() error {
 // runs (inside a host's transaction) leave their events unclaimed for the
 // poller, since the engine cannot see that transaction commit.
 func (r *run) flush(hosted bool) error {
+	if r.idErr != nil {
+		return r.idErr
+	}
 	own := len(r.records) // the children's records are their own to notify
 	for _, c := range r.children {
 		if err := c.flush(hosted); err != nil {
@@ -616,16 +613,6 @@ func (r *run) flush(hosted bool) error {
 	if err := r.flushActivities(); err != nil {
 		return err
 	}
-	for i, a := range r.eventActs {
-		if a != nil {
-			r.events[i].Payload = mustJSON(payload{Activity: a.row.ID})
-		}
-	}
-	for i, a := range r.recordActs {
-		if a != nil {
-			r.records[i].ActivityInstance = a.row.ID
-		}
-	}
 	r.emitNotifications(r.records[:own])
 	if err := r.flushVars(); err != nil {
 		return err
@@ -649,7 +636,7 @@ func (r *run) flush(hosted bool) error {
 		return nil
 	}
 	if hosted {
-		_, err := r.tx.InsertEvents(r.ctx, r.withIDs(r.events))
+		_, err := r.tx.InsertEvents(r.ctx, r.events)
 		return err
 	}
 	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)
@@ -663,15 +650,6 @@ func (r *run) unchangedSinceInsert(tokens []byte) bool {
 	in := r.inserted
 	return in != nil && in.Version == r.pi.Version && in.State == r.pi.State && in.Diagnosis == r.pi.Diagnosis &&
 		bytes.Equal(in.Tokens, tokens) && in.EndedAt == nil && r.pi.EndedAt == nil && in.UpdatedAt.Equal(r.now)
-}
-
-func (r *run) withIDs(evs []store.Event) []store.Event {
-	for i := range evs {
-		if evs[i].EventID == "" {
-			evs[i].EventID = newEventID()
-		}
-	}
-	return evs
 }
 
 // flushActivities inserts the new activity instances in one statement
@@ -688,12 +666,11 @@ func (r *run) flushActivities() error {
 		for i, a := range fresh {
 			rows[i] = a.row
 		}
-		stored, err := r.tx.InsertActivityInstances(r.ctx, rows)
-		if err != nil {
+		if _, err := r.tx.InsertActivityInstances(r.ctx, rows); err != nil {
 			return err
 		}
-		for i, a := range fresh {
-			a.row.ID, a.row.Version = stored[i].ID, stored[i].Version
+		for _, a := range fresh {
+			a.row.Version = 1
 			a.stored, a.dirty = true, false
 		}
 	}

@@ -46,7 +46,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	}
 	r := e.newRun(r0.ctx, r0.tx, r0.actor)
 	r.now = r0.now
-	r.doomed, r.rerun = r0.doomed, r0.rerun // one transaction, one history of attempts
+	r.doomed, r.rerun, r.actIDs = r0.doomed, r0.rerun, r0.actIDs // one transaction, one history of attempts
 	r.calls = r0.calls
 	r.dep, r.proc = dep, proc
 	pi := store.ProcessInstance{
@@ -218,9 +218,6 @@ func (r *run) startSubflow(a *act) error {
 	synchr := sf.Execution != xpdl.ExecAsynchr
 	parent := &parentRef{instance: r.pi.ID}
 	if synchr {
-		if err := r.persist(a); err != nil {
-			return err
-		}
 		id := a.row.ID
 		parent.activity = &id
 	}

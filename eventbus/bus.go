@@ -3,15 +3,13 @@ package eventbus
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/goxpdl/goxpdl/internal/startstop"
 	"github.com/goxpdl/goxpdl/store"
@@ -65,6 +63,9 @@ type Config struct {
 	// BatchSize is the most events claimed at a time; default
 	// DefaultBatchSize.
 	BatchSize int
+	// IDs makes the IDs of the events Publish is given without one
+	// (idgen.Allocator.Next, the engine's allocator); required.
+	IDs func(ctx context.Context) (int64, error)
 	// Logger receives the poller's store errors; default slog.Default().
 	Logger *slog.Logger
 }
@@ -113,6 +114,7 @@ type Bus struct {
 	lease        time.Duration
 	pollInterval time.Duration
 	batchSize    int
+	ids          func(ctx context.Context) (int64, error)
 	logger       *slog.Logger
 	sink         Sink
 
@@ -138,6 +140,8 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 		return nil, &ConfigError{Field: "Clock", Msg: "is required"}
 	case cfg.Owner == "":
 		return nil, &ConfigError{Field: "Owner", Msg: "is required"}
+	case cfg.IDs == nil:
+		return nil, &ConfigError{Field: "IDs", Msg: "is required"}
 	case sink == nil:
 		return nil, &ConfigError{Field: "sink", Msg: "is required"}
 	case cfg.Lease < 0:
@@ -154,6 +158,7 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 		lease:        cmp.Or(cfg.Lease, DefaultLease),
 		pollInterval: cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		batchSize:    cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		ids:          cfg.IDs,
 		logger:       cfg.Logger,
 		sink:         sink,
 		nudge:        make(chan struct{}, 1),
@@ -165,9 +170,11 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 }
 
 // Publish inserts events into the outbox inside tx, the caller's
-// transaction, and returns the stored events (with their IDs) in argument
-// order. It fills CreatedAt and AvailableAt with the clock's now when they
-// are zero and EventID with a fresh unique id when it is empty, and it
+// transaction, and returns the stored events in argument order. It gives
+// an event without an ID one from Config.IDs, and one without an EventID
+// its ID in decimal (ids are time-ordered and of one length for centuries,
+// so the outbox's unique index on EventIDs grows at its end); it fills
+// CreatedAt and AvailableAt with the clock's now when they are zero; and it
 // pre-claims every event that is already available (AvailableAt not after
 // now) for this node: ClaimedBy is Config.Owner and ClaimedUntil is now
 // plus Config.Lease, whatever the caller set. Events due later are stored
@@ -187,8 +194,15 @@ func (b *Bus) Publish(ctx context.Context, tx store.Tx, events []store.Event) ([
 	until := now.Add(b.lease)
 	rows := make([]store.Event, len(events))
 	for i, ev := range events {
+		if ev.ID == 0 {
+			id, err := b.ids(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("eventbus: publish: %w", err)
+			}
+			ev.ID = id
+		}
 		if ev.EventID == "" {
-			ev.EventID = newEventID()
+			ev.EventID = EventID(ev.ID)
 		}
 		if ev.CreatedAt.IsZero() {
 			ev.CreatedAt = now
@@ -210,18 +224,9 @@ func (b *Bus) Publish(ctx context.Context, tx store.Tx, events []store.Event) ([
 	return stored, nil
 }
 
-// newEventID returns a fresh EventID: a version 7 UUID, which starts with
-// the time, so that the outbox's unique index on event ids grows at its
-// end instead of taking random inserts (10,000 timers firing at once
-// insert 10,000 events). It falls back to random text if the UUID cannot
-// be made.
-func newEventID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return rand.Text()
-	}
-	return id.String()
-}
+// EventID is the EventID of an event its producer gave no other: its ID
+// in decimal.
+func EventID(id int64) string { return strconv.FormatInt(id, 10) }
 
 // Dispatch hands events whose transaction has committed to the Sink, in
 // memory. Only events pre-claimed by this node (those Publish claimed) are

@@ -76,6 +76,8 @@ type bundle struct {
 	sink  *chanSink
 	logs  *lockedBuffer
 	bus   *eventbus.Bus
+	// lastID is the last event ID nextID made.
+	lastID atomic.Int64
 }
 
 // setup opens a migrated in-memory SQLite store and a Bus over it on a
@@ -98,6 +100,9 @@ func setup(t *testing.T, cfg eventbus.Config, wrap ...func(store.Store) store.St
 		cfg.Store = w(cfg.Store)
 	}
 	cfg.Clock, cfg.Owner = b.clock, owner
+	if cfg.IDs == nil {
+		cfg.IDs = b.nextID
+	}
 	cfg.Lease = cmp.Or(cfg.Lease, lease)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, pollInterval)
 	cfg.Logger = slog.New(slog.NewTextHandler(b.logs, nil))
@@ -131,13 +136,18 @@ func (b *bundle) nudge() {
 	<-armed
 }
 
+// nextID makes event IDs as the engine's allocator would: unique and
+// increasing.
+func (b *bundle) nextID(context.Context) (int64, error) { return b.lastID.Add(1), nil }
+
 // insertUnclaimed writes events straight into the outbox, as another node
 // or a host transaction would, without a claim.
 func (b *bundle) insertUnclaimed(t *testing.T, eventIDs ...string) []store.Event {
 	t.Helper()
 	events := make([]store.Event, len(eventIDs))
 	for i, id := range eventIDs {
-		events[i] = store.Event{EventID: id, ProcessInstanceID: 7, Kind: "test", CreatedAt: b.clock.Now(), AvailableAt: b.clock.Now()}
+		n, _ := b.nextID(b.ctx)
+		events[i] = store.Event{ID: n, EventID: id, ProcessInstanceID: 7, Kind: "test", CreatedAt: b.clock.Now(), AvailableAt: b.clock.Now()}
 	}
 	stored, err := b.store.InsertEvents(b.ctx, events)
 	require.NoError(t, err)
@@ -169,7 +179,8 @@ func eventIDs(events []store.Event) []string {
 func TestNew(t *testing.T) {
 	t.Parallel()
 	valid := func() eventbus.Config {
-		return eventbus.Config{Store: storeOnly{}, Clock: timer.NewFake(t0), Owner: owner}
+		return eventbus.Config{Store: storeOnly{}, Clock: timer.NewFake(t0), Owner: owner,
+			IDs: func(context.Context) (int64, error) { return 1, nil }}
 	}
 	sink := &chanSink{}
 	tests := []struct {
@@ -181,6 +192,7 @@ func TestNew(t *testing.T) {
 		{"no store", func(c *eventbus.Config) { c.Store = nil }, sink, "Store"},
 		{"no clock", func(c *eventbus.Config) { c.Clock = nil }, sink, "Clock"},
 		{"no owner", func(c *eventbus.Config) { c.Owner = "" }, sink, "Owner"},
+		{"no ids", func(c *eventbus.Config) { c.IDs = nil }, sink, "IDs"},
 		{"no sink", func(*eventbus.Config) {}, nil, "sink"},
 		{"negative lease", func(c *eventbus.Config) { c.Lease = -time.Second }, sink, "Lease"},
 		{"negative poll interval", func(c *eventbus.Config) { c.PollInterval = -time.Second }, sink, "PollInterval"},
@@ -486,7 +498,7 @@ func TestStartStop(t *testing.T) {
 		release := make(chan struct{})
 		entered := make(chan struct{})
 		blocking := &blockingSink{entered: entered, release: release}
-		bus, err := eventbus.New(eventbus.Config{Store: b.store, Clock: b.clock, Owner: owner}, blocking)
+		bus, err := eventbus.New(eventbus.Config{Store: b.store, Clock: b.clock, Owner: owner, IDs: b.nextID}, blocking)
 		require.NoError(t, err)
 		b.insertUnclaimed(t, "held")
 		require.NoError(t, bus.Start(b.ctx))

@@ -54,7 +54,9 @@
 //
 // # Quick start
 //
-//	bus, err := eventbus.New(eventbus.Config{Store: st, Clock: timer.Real(), Owner: "node-1"}, sched)
+//	ids, err := idgen.New(idgen.Config{Store: st, Clock: timer.Real(), Owner: "node-1"})
+//	... ids.Acquire(ctx) ... defer ids.Stop(ctx)
+//	bus, err := eventbus.New(eventbus.Config{Store: st, Clock: timer.Real(), Owner: "node-1", IDs: ids.Next}, sched)
 //	...
 //	if err := bus.Start(ctx); err != nil { ... }
 //	defer bus.Stop(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goxpdl/goxpdl/eventbus"
+	"github.com/goxpdl/goxpdl/idgen"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
@@ -45,7 +46,20 @@ func Example() {
 
 	sink := make(printSink, 10)
 	clock := timer.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	bus, err := eventbus.New(eventbus.Config{Store: st, Clock: clock, Owner: "node-1"}, sink)
+	// Every event gets its ID from the node's id allocator.
+	ids, err := idgen.New(idgen.Config{Store: st, Clock: clock, Owner: "node-1"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := ids.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := ids.Stop(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}()
+	bus, err := eventbus.New(eventbus.Config{Store: st, Clock: clock, Owner: "node-1", IDs: ids.Next}, sink)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -79,8 +93,12 @@ func Example() {
 
 	// An event written without a claim, as by another node: the poller
 	// finds it on its next tick, or sooner when nudged.
+	id, err := ids.Next(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
 	_, err = st.InsertEvents(ctx, []store.Event{{
-		EventID: "order-43-terminate", ProcessInstanceID: 43, Kind: "process.terminate_requested", Critical: true,
+		ID: id, EventID: "order-43-terminate", ProcessInstanceID: 43, Kind: "process.terminate_requested", Critical: true,
 		CreatedAt: clock.Now(), AvailableAt: clock.Now(),
 	}})
 	if err != nil {

@@ -43,13 +43,16 @@ func member(t *testing.T, st store.Store, clock timer.Clock, id, owner string, c
 	return m
 }
 
+// lastEventID is the last ID claimedEvent gave an event.
+var lastEventID atomic.Int64
+
 // claimedEvent stores an event for instance pid claimed by owner for an
 // hour: without a takeover nobody else could claim it before then.
 func claimedEvent(t *testing.T, st store.Store, owner string, pid int64) {
 	t.Helper()
 	until := epoch.Add(time.Hour)
 	_, err := st.InsertEvents(t.Context(), []store.Event{{
-		EventID: owner + "-" + time.Duration(pid).String(), ProcessInstanceID: pid, Kind: "k",
+		ID: lastEventID.Add(1), EventID: owner + "-" + time.Duration(pid).String(), ProcessInstanceID: pid, Kind: "k",
 		CreatedAt: epoch, AvailableAt: epoch, ClaimedBy: owner, ClaimedUntil: &until,
 	}})
 	require.NoError(t, err)

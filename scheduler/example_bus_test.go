@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goxpdl/goxpdl/eventbus"
+	"github.com/goxpdl/goxpdl/idgen"
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/gormstore"
@@ -53,7 +54,19 @@ func Example_eventBus() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	bus, err := eventbus.New(eventbus.Config{Store: st, Clock: clock, Owner: "node-1"}, sched)
+	ids, err := idgen.New(idgen.Config{Store: st, Clock: clock, Owner: "node-1"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := ids.Acquire(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		if err := ids.Stop(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}()
+	bus, err := eventbus.New(eventbus.Config{Store: st, Clock: clock, Owner: "node-1", IDs: ids.Next}, sched)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,12 +103,12 @@ func Example_eventBus() {
 		log.Fatal(err)
 	}
 
-	for _, ev := range published {
+	for i, ev := range published {
 		stored, err := st.GetEvent(ctx, ev.ID)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%d %s processed: %v\n", stored.ID, stored.Kind, stored.ProcessedAt != nil)
+		fmt.Printf("%d %s processed: %v\n", i+1, stored.Kind, stored.ProcessedAt != nil)
 	}
 	// Output:
 	// 1 workitem.completed processed: true

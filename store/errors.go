@@ -30,3 +30,7 @@ var ErrLeaseLost = errors.New("store: lease lost")
 // ErrNotSupported means the database cannot do what was asked (see
 // Capabilities).
 var ErrNotSupported = errors.New("store: not supported by this database")
+
+// ErrExhausted means a bounded resource is all in use: every node number
+// of the id allocator is leased (AcquireIDNode).
+var ErrExhausted = errors.New("store: exhausted")

@@ -78,7 +78,7 @@ type ProcessInstance struct {
 // ActivityInstance is one execution of an XPDL activity within a process
 // instance.
 type ActivityInstance struct {
-	// ID is assigned by the store.
+	// ID is the engine's (package idgen), given at insert.
 	ID int64
 	// ProcessInstanceID is the process instance the activity belongs to.
 	ProcessInstanceID int64
@@ -221,7 +221,8 @@ const (
 // as the state change that produced it and handed to the scheduler after
 // commit.
 type Event struct {
-	// ID is assigned by the store; events are claimed in ID order.
+	// ID is the producer's (the engine's, package idgen), given at
+	// insert; events are claimed in ID order.
 	ID int64
 	// EventID is the producer's unique id of the event; inserting the same
 	// EventID twice is ErrDuplicate.

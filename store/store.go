@@ -44,13 +44,6 @@ type Capabilities struct {
 	// Without it claims are serialised by the database (SQLite has a
 	// single writer).
 	SupportsSkipLocked bool
-	// ReservesIDs reports that ReserveActivityInstanceIDs works: inside
-	// a transaction the store can name the IDs of activity instances it
-	// will insert later in that transaction (SQLite, whose single writer
-	// makes the next IDs known). MySQL hands IDs out on insert only
-	// (auto-increment), so a caller that needs an ID there inserts the
-	// row first.
-	ReservesIDs bool
 }
 
 // Dialects reported by Capabilities.
@@ -125,19 +118,14 @@ type Tx interface {
 	// States without instances are absent from the map.
 	CountProcessInstancesByState(ctx context.Context) (map[string]int64, error)
 
-	// InsertActivityInstances stores new activity instances, all or none
-	// once the caller has rolled back after an error (see InsertHistory).
-	// Versions of the arguments are ignored. An instance with a nonzero ID
-	// keeps it; the ID must come from ReserveActivityInstanceIDs in the same
-	// transaction. The others get new IDs. The returned instances, in
-	// argument order, have their IDs and Version 1.
+	// InsertActivityInstances stores new activity instances with the IDs
+	// the caller gave them (the engine's, package idgen: positive and
+	// unique; an ID of 0 or less is refused), all or none once the caller
+	// has rolled back after an error (see InsertHistory): an ID already
+	// stored is ErrDuplicate, possibly reported by a later statement,
+	// Flush or the commit (see Flush). Versions of the arguments are
+	// ignored. The returned instances, in argument order, have Version 1.
 	InsertActivityInstances(ctx context.Context, insts []ActivityInstance) ([]ActivityInstance, error)
-	// ReserveActivityInstanceIDs reserves n consecutive IDs for activity
-	// instances that this transaction inserts later, and returns the
-	// first. IDs are never handed out twice; IDs reserved and not used,
-	// or whose transaction rolls back, are gaps. It returns
-	// ErrNotSupported unless Capabilities().ReservesIDs.
-	ReserveActivityInstanceIDs(ctx context.Context, n int) (int64, error)
 	// GetActivityInstance returns the activity instance with the given id,
 	// or ErrNotFound.
 	GetActivityInstance(ctx context.Context, id int64) (ActivityInstance, error)
@@ -261,14 +249,16 @@ type Tx interface {
 	// cannot delete every subscription.
 	DeleteSubscriptions(ctx context.Context, params DeleteSubscriptionsParams) (int64, error)
 
-	// InsertEvents writes events to the outbox, all or none. When an
-	// EventID is already stored (or appears twice in events) it returns
-	// ErrDuplicate and inserts nothing of the batch. IDs, ProcessedAt and
-	// Attempts of the arguments are ignored. An event whose ClaimedBy and
+	// InsertEvents writes events to the outbox, all or none, with the IDs
+	// the caller gave them (the engine's, package idgen: positive and
+	// unique; an ID of 0 or less is refused). When an ID or an EventID is
+	// already stored (or appears twice in events) it returns ErrDuplicate
+	// and inserts nothing of the batch. ProcessedAt and Attempts of the
+	// arguments are ignored. An event whose ClaimedBy and
 	// ClaimedUntil are both set is stored already claimed (Attempts 1): its
 	// producer hands it to its own scheduler after commit, and nobody else
 	// claims it before the claim expires. Otherwise both are ignored. The
-	// returned events, in argument order, have their IDs.
+	// returned events are in argument order.
 	InsertEvents(ctx context.Context, events []Event) ([]Event, error)
 	// GetEvent returns the event with the given id, or ErrNotFound.
 	GetEvent(ctx context.Context, id int64) (Event, error)
@@ -307,6 +297,26 @@ type Tx interface {
 	// holds (ClaimBatch) are released too (not counted), fencing its
 	// UpdateBatchProgress the same way.
 	ReleaseClaims(ctx context.Context, owner string) (int64, error)
+
+	// AcquireIDNode leases a free node number of the id allocator to
+	// params.Owner: the lowest number no one holds or whose lease ended
+	// at or before params.Now, preferring one whose ReservedUntil is not
+	// after params.Now. It returns the number as stored and from, the
+	// earliest time the owner's ids may carry: params.Now, or the
+	// previous holder's ReservedUntil when that is later. ReservedUntil
+	// becomes from plus params.Reserve. Of concurrent callers, each gets
+	// another number (a caller may get ErrConflict or ErrDuplicate and
+	// try again); ErrExhausted when every number is leased.
+	AcquireIDNode(ctx context.Context, params AcquireIDNodeParams) (node IDNode, from time.Time, err error)
+	// RenewIDNode moves the lease of a number params.Owner holds to
+	// params.LeaseUntil, and its ReservedUntil to params.ReservedUntil
+	// when that is later; ErrLeaseLost when params.Owner does not hold
+	// it (another allocator took it after the lease ran out).
+	RenewIDNode(ctx context.Context, params RenewIDNodeParams) error
+	// ReleaseIDNode gives up a number params.Owner holds, keeping the
+	// later of the stored ReservedUntil and params.ReservedUntil; nothing
+	// happens when it does not hold it.
+	ReleaseIDNode(ctx context.Context, params ReleaseIDNodeParams) error
 
 	// RegisterNode records that the engine process params.Owner runs as
 	// node params.ID: the node's row is created (Epoch 1) or taken over

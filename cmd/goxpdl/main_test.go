@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus, "sleep": cmdSleep},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus, "sleep": cmdSleep, "capture": cmdCapture},
 		Setup: func(env *testscript.Env) error {
 			// $REPO: the repository, for the shared files of testdata/.
 			repo, err := filepath.Abs(filepath.Join("..", ".."))
@@ -71,6 +72,24 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdCapture implements the script command "capture NAME REGEXP": it sets
+// $NAME to the first group of REGEXP's first match in the last command's
+// stdout (multi-line mode), and fails when nothing matches. Activity
+// instance ids are the engine's (package idgen), made from the clock, so
+// a script reads them from what a command printed before it names them.
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture NAME REGEXP")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture: no match for %q in stdout", args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 // cmdSleep implements the script command "sleep DURATION": a script that

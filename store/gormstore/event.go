@@ -28,12 +28,14 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 			return nil, fmt.Errorf("insert events: event %d has an empty EventID", i)
 		}
 		if err := errors.Join(
+			requireID("insert events", e.ID),
 			requireTime("insert events: created at", e.CreatedAt),
 			requireTime("insert events: available at", e.AvailableAt),
 		); err != nil {
 			return nil, err
 		}
 		ms[i] = eventModel{
+			ID:                e.ID,
 			EventID:           e.EventID,
 			ProcessInstanceID: e.ProcessInstanceID,
 			Kind:              e.Kind,
@@ -48,7 +50,16 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 			ms[i].Attempts = 1
 		}
 	}
-	if err := insertModels(ctx, s, tableEvents, eventColumns, ms, eventModel.values, func(m *eventModel, id int64) { m.ID = id }); err != nil {
+	rows := make([][]any, len(ms))
+	for i, m := range ms {
+		rows[i] = append([]any{m.ID}, m.values()...)
+	}
+	// Sent at once, not queued on a pipelined transaction: a duplicate
+	// EventID is the caller's answer (ErrDuplicate), not a later one's.
+	if err := insertChunks(ctx, s, tableEvents, eventColumnsWithID, rows, func(db *gorm.DB, query string, args []any, _ int) error {
+		_, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
+		return err
+	}); err != nil {
 		return nil, wrap(err, "insert %d events", len(events))
 	}
 	out := make([]store.Event, len(ms))
@@ -57,6 +68,9 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 	}
 	return out, nil
 }
+
+// eventColumnsWithID are the id and eventColumns.
+var eventColumnsWithID = append([]string{"id"}, eventColumns...)
 
 // GetEvent implements store.Tx.
 func (s *Store) GetEvent(ctx context.Context, id int64) (store.Event, error) {

@@ -40,9 +40,6 @@ type Store struct {
 	db      *gorm.DB
 	dialect string
 	gate    writeGate // nil unless db is a pool over a SQLite file
-	// ids names new activity instances' IDs inside a SQLite transaction
-	// (ids.go); nil over a pool.
-	ids *idCounter
 	// readCommitted: every MySQL session of the pool runs at READ
 	// COMMITTED already (mysqlsession.go).
 	readCommitted bool
@@ -88,7 +85,6 @@ func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{
 		Dialect:            s.dialect,
 		SupportsSkipLocked: s.dialect == store.DialectMySQL,
-		ReservesIDs:        s.dialect == store.DialectSQLite,
 	}
 }
 
@@ -112,17 +108,13 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 		return wrap(err, "transaction")
 	}
 	defer s.gate.leave()
-	ids := s.ids // a savepoint goes on with its transaction's IDs
-	if ids == nil || !s.inTx() {
-		ids = &idCounter{}
-	}
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx); ok && s.pipelined && !nested {
 			pool, _ := tx.ConnPool.(*sql.DB)
 			tx.Statement.ConnPool = &pipeline{tx: sqlTx, pool: pool}
 		}
-		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, ids: ids, readCommitted: s.readCommitted, pipelined: s.pipelined, returning: s.returning})
+		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, readCommitted: s.readCommitted, pipelined: s.pipelined, returning: s.returning})
 		return fnErr
 	}, opts...)
 	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged
@@ -419,8 +411,8 @@ func (s *Store) statementVerb(verb, table string) string {
 // failFastTables are the tables statementVerb may write with OR FAIL:
 // the engine appends to them on every step, and they have no unique key
 // a caller could expect to collide with (history and count delta IDs are
-// generated; activity instance IDs are generated or reserved by the
-// transaction).
+// generated; activity instance IDs are made by the engine's allocator,
+// unique by construction).
 var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances: true, tableInstanceCountDeltas: true}
 
 // requireTime rejects the zero time, which MySQL in strict mode refuses
@@ -429,6 +421,14 @@ var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances:
 func requireTime(what string, t time.Time) error {
 	if t.IsZero() {
 		return fmt.Errorf("gormstore: %s is the zero time", what)
+	}
+	return nil
+}
+
+// requireID refuses a row without the ID its caller must give it.
+func requireID(what string, id int64) error {
+	if id <= 0 {
+		return fmt.Errorf("gormstore: %s: id %d, want the caller's positive id", what, id)
 	}
 	return nil
 }

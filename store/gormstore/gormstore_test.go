@@ -103,7 +103,7 @@ func TestHostTransaction(t *testing.T) {
 						_, err := etx.InsertProcessInstance(ctx, instance)
 						return err
 					}))
-					_, err = ts.InsertEvents(ctx, []store.Event{{EventID: "e1", Kind: "k", CreatedAt: t0, AvailableAt: t0}})
+					_, err = ts.InsertEvents(ctx, []store.Event{{ID: 1, EventID: "e1", Kind: "k", CreatedAt: t0, AvailableAt: t0}})
 					require.NoError(t, err)
 					return errHost
 				})
@@ -189,8 +189,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	want := map[string]store.Capabilities{
-		"SQLite":       {Dialect: store.DialectSQLite, ReservesIDs: true},
-		"SQLiteMemory": {Dialect: store.DialectSQLite, ReservesIDs: true},
+		"SQLite":       {Dialect: store.DialectSQLite},
+		"SQLiteMemory": {Dialect: store.DialectSQLite},
 		"MySQL":        {Dialect: store.DialectMySQL, SupportsSkipLocked: true},
 	}
 	for _, d := range dialects {
@@ -322,7 +322,7 @@ func TestMigrateAddsLoopColumns(t *testing.T) {
 			s := newStore(t, db)
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			rows, err := s.InsertActivityInstances(ctx, []store.ActivityInstance{
-				{ProcessInstanceID: 1, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
+				{ID: 1, ProcessInstanceID: 1, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
 			})
 			require.NoError(t, err)
 			for _, col := range []string{"loop_parent_id", "loop_index", "loop_state"} {

@@ -423,69 +423,36 @@ func (s *Store) instancesQuery(ctx context.Context, params store.ListProcessInst
 	return q, nil
 }
 
-// InsertActivityInstances implements store.Tx.
+// InsertActivityInstances implements store.Tx: one multi-row INSERT with
+// the caller's IDs, queued on a pipelined transaction like history.
 func (s *Store) InsertActivityInstances(ctx context.Context, insts []store.ActivityInstance) ([]store.ActivityInstance, error) {
 	if len(insts) == 0 {
 		return nil, nil
-	}
-	if s.dialect == store.DialectSQLite && !s.inTx() {
-		// The IDs come from a transaction's counter (ids.go).
-		var out []store.ActivityInstance
-		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-			var err error
-			out, err = tx.InsertActivityInstances(ctx, insts)
-			return err
-		})
-		return out, err
 	}
 	done, err := s.writing(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	ms := make([]activityInstanceModel, len(insts))
+	rows := make([][]any, len(insts))
+	out := make([]store.ActivityInstance, len(insts))
 	for i, r := range insts {
 		if err := errors.Join(
+			requireID("insert activity instance", r.ID),
 			requireTime("insert activity instance: created at", r.CreatedAt),
 			requireTime("insert activity instance: updated at", r.UpdatedAt),
 		); err != nil {
 			return nil, err
 		}
-		if r.ID != 0 && s.dialect != store.DialectSQLite {
-			return nil, fmt.Errorf("insert activity instance with id %d: %w", r.ID, store.ErrNotSupported)
-		}
-		ms[i] = activityInstanceFromRow(r)
-		ms[i].Version = 1
+		m := activityInstanceFromRow(r)
+		m.Version = 1
+		rows[i] = append([]any{m.ID}, m.values()...)
+		out[i] = m.row()
 	}
-	if s.dialect != store.DialectSQLite {
-		if err := insertModels(ctx, s, tableActivityInstances, activityInstanceColumns, ms, activityInstanceModel.values, func(m *activityInstanceModel, id int64) { m.ID = id }); err != nil {
-			return nil, wrap(err, "insert %d activity instances", len(insts))
-		}
-	} else if err := s.insertActivityInstancesSQLite(ctx, ms); err != nil {
+	if err := insertRows(ctx, s, tableActivityInstances, activityInstanceColumnsWithID, rows); err != nil {
 		return nil, wrap(err, "insert %d activity instances", len(insts))
 	}
-	out := make([]store.ActivityInstance, len(ms))
-	for i := range ms {
-		out[i] = ms[i].row()
-	}
 	return out, nil
-}
-
-// insertActivityInstancesSQLite writes ms with their IDs, taking those
-// they lack from the transaction's counter.
-func (s *Store) insertActivityInstancesSQLite(ctx context.Context, ms []activityInstanceModel) error {
-	rows := make([][]any, len(ms))
-	for i := range ms {
-		if ms[i].ID == 0 {
-			id, err := s.reserveIDs(ctx, 1)
-			if err != nil {
-				return err
-			}
-			ms[i].ID = id
-		}
-		rows[i] = append([]any{ms[i].ID}, ms[i].values()...)
-	}
-	return insertRows(ctx, s, tableActivityInstances, activityInstanceColumnsWithID, rows)
 }
 
 // activityInstanceColumnsWithID are the id and activityInstanceColumns.

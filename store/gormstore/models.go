@@ -381,6 +381,7 @@ var allModels = []any{
 	&auditModel{},
 	&instanceCountModel{},
 	&instanceCountDeltaModel{},
+	&idNodeModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/store"
 )
 
 // On MySQL every statement is a round trip to the server, and at the
@@ -76,9 +78,25 @@ func (s *Store) write(ctx context.Context, w queuedWrite) error {
 // transaction and checks them. Elsewhere there is nothing to send.
 func (s *Store) Flush(ctx context.Context) error {
 	if p, ok := s.db.Statement.ConnPool.(*pipeline); ok {
-		return p.flush(ctx)
+		if err := p.flush(ctx); err != nil {
+			if isStoreError(err) {
+				return err
+			}
+			return wrap(err, "flush")
+		}
 	}
 	return nil
+}
+
+// isStoreError reports an error that already carries one of package
+// store's sentinels.
+func isStoreError(err error) bool {
+	for _, sentinel := range []error{store.ErrNotFound, store.ErrConflict, store.ErrDuplicate, store.ErrLeaseLost, store.ErrNotSupported, store.ErrExhausted} {
+		if errors.Is(err, sentinel) {
+			return true
+		}
+	}
+	return false
 }
 
 // pipeline is the gorm.ConnPool of a pipelined MySQL transaction: the

@@ -144,7 +144,7 @@ func TestInsertIDs(t *testing.T) {
 
 			var evs []store.Event
 			for i := range 501 { // two statements of at most 500 rows
-				evs = append(evs, store.Event{EventID: fmt.Sprintf("e%03d", i), ProcessInstanceID: pi.ID, Kind: "k", CreatedAt: t0, AvailableAt: t0})
+				evs = append(evs, store.Event{ID: int64(i + 1), EventID: fmt.Sprintf("e%03d", i), ProcessInstanceID: pi.ID, Kind: "k", CreatedAt: t0, AvailableAt: t0})
 			}
 			stored, err := s.InsertEvents(ctx, evs)
 			require.NoError(t, err)
@@ -157,8 +157,8 @@ func TestInsertIDs(t *testing.T) {
 
 			err = s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 				acts, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{
-					{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
-					{ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
+					{ID: 1, ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
+					{ID: 2, ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
 				})
 				require.NoError(t, err)
 				for i, want := range []string{"A", "B"} {

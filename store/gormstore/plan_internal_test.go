@@ -138,7 +138,7 @@ func TestConsoleQueriesUseTheirIndexes(t *testing.T) {
 				"USING COVERING INDEX goxpdl_process_instances_ended (state=? AND ended_at>? AND ended_at<?)",
 		}, false},
 		{"event backlog", func() error {
-			_, err := s.InsertEvents(ctx, []store.Event{{EventID: "e", ProcessInstanceID: 1, Kind: "k", CreatedAt: at, AvailableAt: at}})
+			_, err := s.InsertEvents(ctx, []store.Event{{ID: 1, EventID: "e", ProcessInstanceID: 1, Kind: "k", CreatedAt: at, AvailableAt: at}})
 			if err == nil {
 				rec.take()
 				_, err = s.EventBacklog(ctx, 100)

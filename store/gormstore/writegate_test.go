@@ -35,7 +35,7 @@ func TestWriteGateOutlastsTheBusyTimeout(t *testing.T) {
 	g.Go(func() error {
 		return s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 			require.Nil(t, tx.(*Store).gate, "a transaction's Store has no gate")
-			if _, err := tx.InsertEvents(ctx, []store.Event{{EventID: "holder", Kind: "k", CreatedAt: gateEpoch, AvailableAt: gateEpoch}}); err != nil {
+			if _, err := tx.InsertEvents(ctx, []store.Event{{ID: 1000, EventID: "holder", Kind: "k", CreatedAt: gateEpoch, AvailableAt: gateEpoch}}); err != nil {
 				return err
 			}
 			close(held)
@@ -48,7 +48,7 @@ func TestWriteGateOutlastsTheBusyTimeout(t *testing.T) {
 	for i := range 3 {
 		g.Go(func() error {
 			return other.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-				_, err := tx.InsertEvents(ctx, []store.Event{{EventID: string(rune('a' + i)), Kind: "k", CreatedAt: gateEpoch, AvailableAt: gateEpoch}})
+				_, err := tx.InsertEvents(ctx, []store.Event{{ID: int64(i + 1), EventID: string(rune('a' + i)), Kind: "k", CreatedAt: gateEpoch, AvailableAt: gateEpoch}})
 				return err
 			})
 		})

@@ -28,12 +28,12 @@ func (h *harness) testEvents(t *testing.T) {
 				// a claim without an expiry.
 				ProcessedAt: ptr(t0), Attempts: 5, ClaimedBy: "x",
 			},
-			{EventID: "e2", Kind: "tick", CreatedAt: t0, AvailableAt: t0},
+			{ID: 100, EventID: "e2", Kind: "tick", CreatedAt: t0, AvailableAt: t0},
 		}
 		got, err := b.s.InsertEvents(b.ctx, in)
 		require.NoError(t, err)
 		require.Len(t, got, 2)
-		require.Greater(t, got[1].ID, got[0].ID)
+		require.Equal(t, []int64{99, 100}, []int64{got[0].ID, got[1].ID}, "the caller's IDs")
 		want := []store.Event{
 			{ID: got[0].ID, EventID: "e1", ProcessInstanceID: 7, Kind: "workitem.completed", Payload: []byte(`{"wi":3}`), Critical: true,
 				CreatedAt: norm(t0), AvailableAt: norm(at(time.Second))},
@@ -96,13 +96,23 @@ func (h *harness) testEvents(t *testing.T) {
 
 	t.Run("DuplicateEventIDInsertsNothing", func(t *testing.T) {
 		b := h.setup(t)
-		_, err := b.s.InsertEvents(b.ctx, []store.Event{event("e1", 1)})
+		first, err := b.s.InsertEvents(b.ctx, []store.Event{event("e1", 1)})
 		require.NoError(t, err)
 
 		_, err = b.s.InsertEvents(b.ctx, []store.Event{event("e2", 1), event("e1", 1), event("e3", 1)})
 		require.ErrorIs(t, err, store.ErrDuplicate)
 		_, err = b.s.InsertEvents(b.ctx, []store.Event{event("e4", 1), event("e4", 1)})
 		require.ErrorIs(t, err, store.ErrDuplicate, "duplicate within one batch")
+		sameID := event("e5", 1)
+		sameID.ID = first[0].ID
+		_, err = b.s.InsertEvents(b.ctx, []store.Event{event("e6", 1), sameID})
+		require.ErrorIs(t, err, store.ErrDuplicate, "an ID stored before")
+		for _, id := range []int64{0, -3} {
+			noID := event("e7", 1)
+			noID.ID = id
+			_, err = b.s.InsertEvents(b.ctx, []store.Event{event("e8", 1), noID})
+			require.Error(t, err, "an event needs its producer's ID")
+		}
 
 		got, err := b.s.ClaimEvents(b.ctx, lease("o", t0, 100))
 		require.NoError(t, err)

@@ -94,7 +94,7 @@ func (h *harness) testInTx(t *testing.T) {
 		require.NoError(t, err)
 		pi, err := tx.InsertProcessInstance(ctx, store.ProcessInstance{DefinitionID: def.ID, ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0})
 		require.NoError(t, err)
-		ais, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}})
+		ais, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}})
 		require.NoError(t, err)
 		require.NoError(t, tx.PutVariables(ctx, []store.Variable{{ProcessInstanceID: pi.ID, Name: "x", Type: "STRING", Value: []byte(`"v"`)}}))
 		_, err = tx.InsertWorkItem(ctx, store.InsertWorkItemParams{Item: store.WorkItem{ProcessInstanceID: pi.ID, ActivityInstanceID: ais[0].ID, State: "Offered", CreatedAt: t0, UpdatedAt: t0}})

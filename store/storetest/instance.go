@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -329,13 +328,13 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
 		in := []store.ActivityInstance{
-			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", Version: 9, CreatedAt: t0, UpdatedAt: t0},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "B", ActivitySetID: "set1", BlockInstanceID: ptr(int64(5)),
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", Version: 9, CreatedAt: t0, UpdatedAt: t0},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "B", ActivitySetID: "set1", BlockInstanceID: ptr(int64(5)),
 				State: "Abnormal", Attempt: 3, Diagnosis: "application failed", CreatedAt: t0, UpdatedAt: at(time.Second), EndedAt: ptr(at(time.Hour))},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Active", Attempt: 1, CreatedAt: at(time.Millisecond), UpdatedAt: at(time.Millisecond)},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":3}`)},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "InActive", CreatedAt: t0, UpdatedAt: t0, LoopParentID: ptr(int64(6)), LoopIndex: 2},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "E", State: "Initiated", CreatedAt: t0, UpdatedAt: t0, AssignTo: "ann 🙂"},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Active", Attempt: 1, CreatedAt: at(time.Millisecond), UpdatedAt: at(time.Millisecond)},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":3}`)},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "D", State: "InActive", CreatedAt: t0, UpdatedAt: t0, LoopParentID: ptr(int64(6)), LoopIndex: 2},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "E", State: "Initiated", CreatedAt: t0, UpdatedAt: t0, AssignTo: "ann 🙂"},
 		}
 		got, err := b.s.InsertActivityInstances(b.ctx, in)
 		require.NoError(t, err)
@@ -361,75 +360,37 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		require.Empty(t, got)
 	})
 
-	t.Run("ReservedIDs", func(t *testing.T) {
+	t.Run("CallerIDs", func(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
-		row := func(def string) store.ActivityInstance {
-			return store.ActivityInstance{ProcessInstanceID: pi.ID, ActivityDefID: def, State: "Initiated", CreatedAt: t0, UpdatedAt: t0}
+		row := func(id int64, def string) store.ActivityInstance {
+			return store.ActivityInstance{ID: id, ProcessInstanceID: pi.ID, ActivityDefID: def, State: "Initiated", CreatedAt: t0, UpdatedAt: t0}
 		}
-		if !b.s.Capabilities().ReservesIDs {
-			err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
-				_, err := tx.ReserveActivityInstanceIDs(ctx, 1)
-				return err
-			})
-			require.ErrorIs(t, err, store.ErrNotSupported)
-			named := row("A")
-			named.ID = 4242
-			_, err = b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{named})
-			require.ErrorIs(t, err, store.ErrNotSupported)
-			list, err := b.s.ListActivityInstances(b.ctx, store.ListActivityInstancesParams{ProcessInstanceID: pi.ID})
-			require.NoError(t, err)
-			require.Empty(t, list, "nothing written")
-			return
-		}
-		_, err := b.s.ReserveActivityInstanceIDs(b.ctx, 1)
-		require.ErrorIs(t, err, store.ErrNotSupported, "outside a transaction")
-
-		// IDs reserved first and rows inserted later keep them; rows
-		// without an ID take the next, never one reserved.
-		var first int64
-		var got []store.ActivityInstance
-		require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
-			var err error
-			if first, err = tx.ReserveActivityInstanceIDs(ctx, 3); err != nil {
-				return err
-			}
-			if _, err := tx.ReserveActivityInstanceIDs(ctx, 0); err == nil {
-				return errors.New("reserving 0 IDs succeeded")
-			}
-			a, c := row("A"), row("C")
-			a.ID, c.ID = first, first+2
-			if got, err = tx.InsertActivityInstances(ctx, []store.ActivityInstance{c, row("D")}); err != nil {
-				return err
-			}
-			more, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{a})
-			got = append(got, more...)
-			return err
-		}))
-		require.Len(t, got, 3)
-		require.Equal(t, first+2, got[0].ID)
-		require.Equal(t, first+3, got[1].ID, "after the reserved ones")
-		require.Equal(t, first, got[2].ID)
-
-		// A rolled-back transaction's IDs may come again; a committed
-		// one's never do.
-		errRollback := errors.New("roll back")
-		var rolledBack int64
-		require.ErrorIs(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
-			var err error
-			rolledBack, err = tx.ReserveActivityInstanceIDs(ctx, 1)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{row("E")}); err != nil {
-				return err
-			}
-			return errRollback
-		}), errRollback)
-		require.Greater(t, rolledBack, first+3)
-		next, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{row("F")})
+		// The caller's IDs are kept, in any order.
+		got, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{row(1<<52+7, "A"), row(5, "B")})
 		require.NoError(t, err)
-		require.Equal(t, first+4, next[0].ID)
+		require.Equal(t, []int64{1<<52 + 7, 5}, []int64{got[0].ID, got[1].ID})
+		a, err := b.s.GetActivityInstance(b.ctx, 1<<52+7)
+		require.NoError(t, err)
+		require.Equal(t, "A", a.ActivityDefID)
+
+		// A row without an ID is refused, and the others with it.
+		for _, id := range []int64{0, -1} {
+			_, err = b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{row(11, "C"), row(id, "D")})
+			require.Error(t, err)
+		}
+		// A stored ID is a duplicate, and the transaction inserts nothing.
+		err = b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{row(12, "E"), row(5, "F")}); err != nil {
+				return err
+			}
+			return tx.Flush(ctx)
+		})
+		require.ErrorIs(t, err, store.ErrDuplicate)
+		list, err := b.s.ListActivityInstances(b.ctx, store.ListActivityInstancesParams{ProcessInstanceID: pi.ID})
+		require.NoError(t, err)
+		require.Len(t, list, 2, "nothing else written")
+		require.Equal(t, int64(5), list[0].ID, "in ID order")
 	})
 
 	t.Run("LargeBatch", func(t *testing.T) {
@@ -438,7 +399,7 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		pi := newProcessInstance(t, b, 1)
 		in := make([]store.ActivityInstance, 1234)
 		for i := range in {
-			in[i] = store.ActivityInstance{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Completed", CreatedAt: t0, UpdatedAt: t0}
+			in[i] = store.ActivityInstance{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Completed", CreatedAt: t0, UpdatedAt: t0}
 		}
 		got, err := b.s.InsertActivityInstances(b.ctx, in)
 		require.NoError(t, err)
@@ -491,9 +452,9 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, 1)
 		rows, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
-			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Active", CreatedAt: t0, UpdatedAt: t0},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":1}`)},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Abnormal", Diagnosis: "boom", CreatedAt: t0, UpdatedAt: t0, EndedAt: ptr(t0)},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Active", CreatedAt: t0, UpdatedAt: t0},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":1}`)},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "C", State: "Abnormal", Diagnosis: "boom", CreatedAt: t0, UpdatedAt: t0, EndedAt: ptr(t0)},
 		})
 		require.NoError(t, err)
 		a, bb, c := rows[0], rows[1], rows[2]
@@ -563,12 +524,12 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, 1)
 		rows, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
-			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":2}`)},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Waiting", CreatedAt: t0, UpdatedAt: t0, LoopState: []byte(`{"n":2}`)},
 		})
 		require.NoError(t, err)
 		parent := rows[0]
 		rows, err = b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
-			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "InActive", CreatedAt: t0, UpdatedAt: t0, LoopParentID: &parent.ID, LoopIndex: 1},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "InActive", CreatedAt: t0, UpdatedAt: t0, LoopParentID: &parent.ID, LoopIndex: 1},
 		})
 		require.NoError(t, err)
 		child := rows[0]
@@ -611,7 +572,7 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		p1 := newProcessInstance(t, b, 1)
 		p2 := newProcessInstance(t, b, 1)
 		mk := func(pi int64, def, state string) store.ActivityInstance {
-			return store.ActivityInstance{ProcessInstanceID: pi, ActivityDefID: def, State: state, CreatedAt: t0, UpdatedAt: t0}
+			return store.ActivityInstance{ID: nextID(), ProcessInstanceID: pi, ActivityDefID: def, State: state, CreatedAt: t0, UpdatedAt: t0}
 		}
 		got, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
 			mk(p1.ID, "A", "Completed"), mk(p2.ID, "A", "Active"), mk(p1.ID, "B", "Active"),
@@ -641,8 +602,8 @@ func (h *harness) testActivityInstances(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, 1)
 		_, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{
-			{ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
-			{ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Initiated", CreatedAt: t0}, // zero UpdatedAt
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0},
+			{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "B", State: "Initiated", CreatedAt: t0}, // zero UpdatedAt
 		})
 		require.Error(t, err)
 		list, err := b.s.ListActivityInstances(b.ctx, store.ListActivityInstancesParams{ProcessInstanceID: pi.ID})

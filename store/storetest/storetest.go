@@ -9,6 +9,7 @@ package storetest
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
 	t.Run("Timer", h.testTimers)
 	t.Run("Node", h.testNodes)
+	t.Run("IDNode", h.testIDNodes)
 	t.Run("Subscription", h.testSubscriptions)
 	t.Run("Incident", h.testIncidents)
 	t.Run("Migrate", h.testMigrate)
@@ -117,17 +119,25 @@ func newProcessInstance(t *testing.T, b bundle, defID int64) store.ProcessInstan
 func newActivityInstance(t *testing.T, b bundle, piID int64, defID string) store.ActivityInstance {
 	t.Helper()
 	ais, err := b.s.InsertActivityInstances(b.ctx, []store.ActivityInstance{{
-		ProcessInstanceID: piID, ActivityDefID: defID, State: "Initiated", CreatedAt: t0, UpdatedAt: t0,
+		ID: nextID(), ProcessInstanceID: piID, ActivityDefID: defID, State: "Initiated", CreatedAt: t0, UpdatedAt: t0,
 	}})
 	require.NoError(t, err)
 	require.Len(t, ais, 1)
 	return ais[0]
 }
 
+// lastID is the last ID nextID returned.
+var lastID atomic.Int64
+
+// nextID returns a new ID for a row whose ID is the caller's (activity
+// instances, events), as the engine's allocator would: unique and
+// increasing, across the suite's parallel tests.
+func nextID() int64 { return lastID.Add(1) }
+
 // event returns an unstored, available, normal event.
 func event(id string, piID int64) store.Event {
 	return store.Event{
-		EventID: id, ProcessInstanceID: piID, Kind: "test", Payload: []byte(`{"n":1}`),
+		ID: nextID(), EventID: id, ProcessInstanceID: piID, Kind: "test", Payload: []byte(`{"n":1}`),
 		CreatedAt: t0, AvailableAt: t0,
 	}
 }
