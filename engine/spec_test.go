@@ -94,6 +94,7 @@ type spec struct {
 	items     []int64
 	current   int64 // the instance commands act on by default
 	messages  int   // messages sent so far
+	lastBatch int64 // the id of the latest batch the script started
 	latest    engine.Deployment
 }
 
