@@ -133,7 +133,9 @@ func TestSpecFaults(t *testing.T) {
 					tally.commands += int64(len(ref.waiting))
 					tally.statements += ref.stats.Statements
 					tally.mu.Unlock()
-					for _, f := range planFaults(ref.stats, d.dialect, name, per) {
+					plan := planFaults(ref.stats, d.dialect, name, per)
+					t.Logf("the run without faults: %d statements, %d BEGINs, %d COMMITs; %d faulted runs", ref.stats.Statements, ref.stats.Begins, ref.stats.Commits, len(plan))
+					for _, f := range plan {
 						//nolint:paralleltest // see above
 						t.Run(f.name, func(t *testing.T) {
 							got := runSpecFaulted(t, d.open, path, &f.fault, ref)
