@@ -486,7 +486,7 @@ func TestPollUnsureClaimReleased(t *testing.T) {
 	require.Equal(t, uint64(1), b.bus.Stats().PollErrors)
 
 	b.nudge() // at the same instant, long before the lease ends
-	select { // the round has delivered what it claimed: no wait
+	select {  // the round has delivered what it claimed: no wait
 	case got := <-b.sink.ch:
 		require.Equal(t, []string{"u1", "u2"}, eventIDs(got))
 	default:
