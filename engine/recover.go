@@ -72,11 +72,15 @@ func (e *Engine) Recover(ctx context.Context) (RecoveryReport, error) {
 }
 
 // WaitQuiet returns when nothing is left to do now: no unprocessed event
-// is available, no timer is due, and the scheduler, the outbox poller and
-// the timer service are idle (or ctx ends). Unlike WaitIdle it looks at
-// the database, so it also waits for events of other nodes and host
-// transactions. Work waiting for people, for a later timer or for a
-// retry's backoff does not count. It works with a fake clock too: between
+// is available, no timer is due, and the scheduler, the outbox poller,
+// the timer service and this node's batch runner are idle (or ctx ends);
+// the batch runner is busy while it runs, when it was told of a batch
+// (StartBatch, ResumeBatch) and has not begun, and when its poll
+// interval has passed on the clock and it has not looked again. Unlike
+// WaitIdle it looks at the database, so it also waits for events of
+// other nodes and host transactions. Work waiting for people, for a
+// later timer, for a retry's backoff or for the batch runner's next poll
+// (a batch it let go of after a failure) does not count. It works with a fake clock too: between
 // looks it waits on the real clock, briefly.
 func (e *Engine) WaitQuiet(ctx context.Context) error {
 	for {
@@ -104,7 +108,7 @@ func (e *Engine) Quiet(ctx context.Context) (bool, error) {
 	// The poller and the timer service hand what they take to the
 	// scheduler: busy is checked before the database, and the scheduler
 	// last, so that work in hand-over is seen by one of the looks.
-	if e.bus.Stats().Busy || e.timers.Stats().Busy {
+	if e.bus.Stats().Busy || e.timers.Stats().Busy || e.batches != nil && e.batches.Busy() {
 		return false, nil
 	}
 	now := e.now()
@@ -122,7 +126,8 @@ func (e *Engine) Quiet(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	st := e.sched.Stats()
-	return !e.bus.Stats().Busy && !e.timers.Stats().Busy && st.QueueDepth == 0 && st.CriticalRunning == 0 && st.NormalRunning == 0, nil
+	return !e.bus.Stats().Busy && !e.timers.Stats().Busy && (e.batches == nil || !e.batches.Busy()) &&
+		st.QueueDepth == 0 && st.CriticalRunning == 0 && st.NormalRunning == 0, nil
 }
 
 // Backlog is the work the database holds for the engines sharing it

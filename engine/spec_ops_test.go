@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -136,33 +138,36 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 // Config.BatchPerTx instances one transaction, each in a savepoint of
 // its own: one that is refused is rolled back alone. The batch's own
 // records (no instance) are summed up by the counts.
+//
+// The wait is the engine's settling: WaitQuiet covers the batch runner
+// told of the batch. Under the fault suite a fault may keep the batch
+// from ending there: its start may fail (and a commit whose outcome is
+// unknown may have stored it), or the runner may let go of it after a
+// failed chunk and look again only at its next poll. The command then
+// does what a host would: it starts the batch again unless it finds it
+// stored, and moves the fake clock on by the runner's poll interval
+// until the batch ends, a bounded number of times.
 func (s *spec) batch(action engine.BatchAction, op engine.Op, out *strings.Builder) error {
-	wake := make(chan struct{}, 1)
-	unsubscribe := s.e.Subscribe(func(r engine.Record) {
-		if r.Batch != 0 {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	})
-	defer unsubscribe()
-	b, err := s.e.StartBatch(s.ctx, engine.BatchRequest{Action: action, Filter: engine.InstanceFilter{Package: s.latest.PackageID}, Op: op})
+	req := engine.BatchRequest{Action: action, Filter: engine.InstanceFilter{Package: s.latest.PackageID}, Op: op}
+	b, err := s.startBatch(req)
 	if err != nil {
 		return err
 	}
-	for !b.State.IsFinal() || b.Owner != "" { // a runner may still hold a batch it ended
-		select {
-		case <-wake:
-		case <-s.ctx.Done():
-			return fmt.Errorf("batch %d never ended: %+v", b.ID, b)
-		}
-		if b, err = s.e.Batch(s.ctx, b.ID); err != nil {
+	for polls := 0; ; polls++ {
+		s.settle()
+		if b, err = s.e.Batch(s.look, b.ID); err != nil {
 			return err
 		}
+		if b.State.IsFinal() && b.Owner == "" { // a runner may still hold a batch it ended
+			break
+		}
+		if !s.faulty || polls == maxBatchPolls {
+			require.Failf(s.t, "the batch never ended", "after %d polls of the runner: %+v", polls, b)
+		}
+		s.clock.Advance(s.batchPoll()) // the runner looks again
 	}
 	fmt.Fprintf(out, "batch %s %s: done %d, skipped %d, failed %d\n", b.Action, b.State, b.Done, b.Skipped, b.Failed)
-	page, err := s.e.BatchFailures(s.ctx, engine.BatchFailureFilter{Batch: b.ID})
+	page, err := s.e.BatchFailures(s.look, engine.BatchFailureFilter{Batch: b.ID})
 	if err != nil {
 		return err
 	}
@@ -173,11 +178,52 @@ func (s *spec) batch(action engine.BatchAction, op engine.Op, out *strings.Build
 		}
 		fmt.Fprintf(out, "%s %s\n", what, s.alias(f.Instance))
 	}
-	s.settle()
 	s.mu.Lock()
 	s.records = slices.DeleteFunc(s.records, func(r engine.Record) bool { return r.Instance == 0 })
 	s.mu.Unlock()
 	return nil
+}
+
+// maxBatchPolls bounds how often the spec's batch command moves the
+// clock on for the batch runner under the fault suite. One fault costs
+// at most one let-go of the batch and so one poll; the rest is margin.
+const maxBatchPolls = 10
+
+// batchPoll is the batch runner's poll interval.
+func (s *spec) batchPoll() time.Duration {
+	if s.cfg.BatchPollInterval > 0 {
+		return s.cfg.BatchPollInterval
+	}
+	return time.Second // Config.BatchPollInterval's default
+}
+
+// startBatch starts a batch. Under the fault suite a start that failed
+// is looked for among the batches after the last one the script knows
+// (a commit whose outcome was unknown may have stored it), and started
+// again when it is not there, as a host would.
+func (s *spec) startBatch(req engine.BatchRequest) (engine.Batch, error) {
+	for attempt := 1; ; attempt++ {
+		b, err := s.e.StartBatch(s.ctx, req)
+		if err == nil || !s.faulty {
+			if err == nil {
+				s.lastBatch = b.ID
+			}
+			return b, err
+		}
+		s.heal()
+		page, lerr := s.e.Batches(s.look, engine.BatchFilter{After: s.lastBatch})
+		if lerr != nil {
+			return engine.Batch{}, lerr
+		}
+		if len(page.Batches) > 0 {
+			b = page.Batches[0]
+			s.lastBatch = b.ID
+			return b, nil
+		}
+		if attempt == 3 {
+			return engine.Batch{}, err
+		}
+	}
 }
 
 // openActivity is the id of the latest instance of activity def of

@@ -126,6 +126,11 @@ type Bus struct {
 	mu   sync.Mutex
 	held []heldEvent // events to hand over again, in memory (Redeliver)
 
+	// The poller's own (no lock): the lease end of its last claim, and
+	// those of claims whose outcome it could not know (see poll).
+	lastUntil time.Time
+	unsure    []time.Time
+
 	poller startstop.Service
 }
 
@@ -387,6 +392,55 @@ func (b *Bus) Stats() Stats {
 	}
 }
 
+// maxUnsure bounds how many claims of unknown outcome the poller keeps
+// to give up (a long outage fails every poll; the oldest are dropped and
+// wait out their lease).
+const maxUnsure = 16
+
+// pollUntil is the lease end of a poll's claim at now: now plus the
+// lease, truncated to the microsecond the databases keep, and one
+// microsecond more, and after every earlier poll's. Publish's claims end
+// at now plus the lease, so a poll's claims are told apart from those of
+// every other claim of this node by their end (ReleaseClaim), whatever
+// the clock.
+func (b *Bus) pollUntil(now time.Time) time.Time {
+	until := now.Add(b.lease).Truncate(time.Microsecond).Add(time.Microsecond)
+	if !until.After(b.lastUntil) {
+		until = b.lastUntil.Add(time.Microsecond)
+	}
+	b.lastUntil = until
+	return until
+}
+
+// releaseUnsure gives up the claims of the polls that failed, whose
+// commit may have gone through, so that this round claims their events
+// at once rather than after their lease. A claim whose lease has ended
+// needs nothing; one that cannot be released now is tried again next
+// round.
+func (b *Bus) releaseUnsure(ctx context.Context) {
+	if len(b.unsure) == 0 {
+		return
+	}
+	now := b.clock.Now()
+	kept := b.unsure[:0]
+	for _, until := range b.unsure {
+		if !until.After(now) {
+			continue
+		}
+		n, err := b.store.ReleaseClaim(ctx, b.owner, until)
+		if err != nil {
+			kept = append(kept, until)
+			continue
+		}
+		if n > 0 {
+			b.logger.InfoContext(ctx, "eventbus: released the claims of a poll whose outcome was unknown",
+				slog.String("owner", b.owner), slog.Int64("events", n))
+		}
+	}
+	clear(b.unsure[len(kept):])
+	b.unsure = kept
+}
+
 // run is the poller's loop.
 func (b *Bus) run(ctx context.Context) {
 	for {
@@ -413,16 +467,26 @@ func (b *Bus) poll(ctx context.Context) {
 		b.redelivered.Add(uint64(len(due)))
 		b.sink.Deliver(due)
 	}
+	b.releaseUnsure(ctx)
 	for ctx.Err() == nil {
 		now := b.clock.Now()
+		until := b.pollUntil(now)
 		events, err := b.store.ClaimEvents(ctx, store.ClaimEventsParams{
 			Owner:      b.owner,
 			Now:        now,
-			LeaseUntil: now.Add(b.lease),
+			LeaseUntil: until,
 			Limit:      b.batchSize,
 			Pool:       store.AnyPool,
 		})
 		if err != nil {
+			// The claim may have committed all the same (a connection
+			// lost after COMMIT): its events would be this node's,
+			// undelivered, until the lease ends. The next round gives
+			// them up first (releaseUnsure), and claims them again.
+			if len(b.unsure) == maxUnsure {
+				b.unsure = b.unsure[1:] // the oldest waits out its lease
+			}
+			b.unsure = append(b.unsure, until)
 			if ctx.Err() == nil {
 				b.pollErrors.Add(1)
 				b.logger.WarnContext(ctx, "eventbus: poll failed; retrying on the next tick",

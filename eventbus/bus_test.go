@@ -355,7 +355,9 @@ func TestPollTick(t *testing.T) {
 	require.Equal(t, []string{"x1", "x2"}, eventIDs(got))
 	for _, ev := range got {
 		require.Equal(t, owner, ev.ClaimedBy)
-		require.True(t, b.clock.Now().Add(lease).Equal(*ev.ClaimedUntil))
+		// A poll's claim ends a microsecond after a lease from now (it is
+		// told apart from Publish's, see TestPollUnsureClaimReleased).
+		require.True(t, b.clock.Now().Add(lease+time.Microsecond).Equal(*ev.ClaimedUntil), "claimed until %v", ev.ClaimedUntil)
 	}
 	require.Equal(t, uint64(2), b.bus.Stats().Polled)
 }
@@ -457,6 +459,57 @@ func TestPollStoreError(t *testing.T) {
 
 	b.tick(pollInterval)
 	require.Equal(t, []string{"z1"}, eventIDs(b.sink.next(t)))
+}
+
+// ambiguousStore makes the next n claims commit and then fail, as a
+// connection lost after COMMIT does.
+type ambiguousStore struct {
+	store.Store
+	failures atomic.Int32
+}
+
+func (s *ambiguousStore) ClaimEvents(ctx context.Context, params store.ClaimEventsParams) ([]store.Event, error) {
+	events, err := s.Store.ClaimEvents(ctx, params)
+	if err == nil && s.failures.Add(-1) >= 0 {
+		return nil, errFlaky
+	}
+	return events, err
+}
+
+// TestPollUnsureClaimReleased: a poll whose claim committed although the
+// store said it failed does not leave its events claimed and undelivered
+// until the lease ends: the next round gives the claim up and claims them
+// again, and leaves the claims of the events Publish dispatched (claimed
+// at the same instant) alone.
+func TestPollUnsureClaimReleased(t *testing.T) {
+	t.Parallel()
+	amb := &ambiguousStore{}
+	b := setup(t, eventbus.Config{}, func(s store.Store) store.Store {
+		amb.Store = s
+		return amb
+	})
+	b.start(t)
+
+	published := b.publish(t, store.Event{EventID: "dispatched", ProcessInstanceID: 1, Kind: "a"})
+	b.insertUnclaimed(t, "u1", "u2")
+	amb.failures.Store(1)
+	b.nudge() // claims u1 and u2, and hears it failed
+	b.sink.requireNone(t)
+	require.Equal(t, uint64(1), b.bus.Stats().PollErrors)
+
+	b.nudge() // at the same instant, long before the lease ends
+	select {  // the round has delivered what it claimed: no wait
+	case got := <-b.sink.ch:
+		require.Equal(t, []string{"u1", "u2"}, eventIDs(got))
+	default:
+		require.Fail(t, "the events of the unsure claim wait out their lease")
+	}
+	require.Contains(t, b.logs.String(), "released the claims of a poll whose outcome was unknown")
+	got, err := b.store.GetEvent(b.ctx, published[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, owner, got.ClaimedBy, "Publish's claim is left alone")
+	b.nudge()
+	b.sink.requireNone(t)
 }
 
 func TestStartStop(t *testing.T) {

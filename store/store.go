@@ -297,6 +297,14 @@ type Tx interface {
 	// holds (ClaimBatch) are released too (not counted), fencing its
 	// UpdateBatchProgress the same way.
 	ReleaseClaims(ctx context.Context, owner string) (int64, error)
+	// ReleaseClaim gives up the claims of owner that run until exactly
+	// until on unprocessed events, so that they can be claimed at once,
+	// and returns how many it released: the claims of one ClaimEvents
+	// call whose outcome the caller could not know (its COMMIT failed,
+	// or the connection broke after it went through), which would
+	// otherwise wait out their lease. It fences owner for those events
+	// as ReleaseClaims does.
+	ReleaseClaim(ctx context.Context, owner string, until time.Time) (int64, error)
 
 	// AcquireIDNode leases a free node number of the id allocator to
 	// params.Owner: the lowest number no one holds or whose lease ended

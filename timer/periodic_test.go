@@ -36,3 +36,42 @@ func TestPeriodicStoppedBeforeStartNeverRuns(t *testing.T) {
 	p.Start(t.Context()) // does nothing: a stopped Periodic stays stopped
 	require.NoError(t, p.Stop(t.Context()))
 }
+
+// Busy covers every moment a run is to be made: going, asked for, or due
+// on the clock before the goroutine has woken for it.
+func TestPeriodicBusy(t *testing.T) {
+	t.Parallel()
+	clock := timer.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ran := make(chan struct{}, 10)
+	gate := make(chan struct{})
+	p := timer.NewPeriodic(clock, time.Minute, func(context.Context) {
+		ran <- struct{}{}
+		<-gate
+	})
+	require.False(t, p.Busy(), "before Start")
+	added := clock.TimerAdded()
+	p.Start(t.Context())
+	<-ran
+	require.True(t, p.Busy(), "running")
+	gate <- struct{}{}
+	<-added // the next run is armed, and the run over
+	require.False(t, p.Busy(), "between runs")
+	clock.Advance(time.Minute - time.Nanosecond)
+	require.False(t, p.Busy(), "before the interval has passed")
+	clock.Advance(time.Nanosecond)
+	require.True(t, p.Busy(), "due, whether or not the run has begun")
+	<-ran
+	p.Now() // asked for while a run is going: another run follows
+	added = clock.TimerAdded()
+	gate <- struct{}{}
+	<-added
+	require.True(t, p.Busy(), "asked for")
+	<-ran
+	added = clock.TimerAdded()
+	gate <- struct{}{}
+	<-added
+	require.False(t, p.Busy(), "done")
+	require.NoError(t, p.Stop(t.Context()))
+	require.False(t, p.Busy(), "after Stop")
+	require.Empty(t, ran)
+}

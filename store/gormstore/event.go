@@ -219,6 +219,28 @@ func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) 
 	return res.RowsAffected, nil
 }
 
+// ReleaseClaim implements store.Tx.
+func (s *Store) ReleaseClaim(ctx context.Context, owner string, until time.Time) (int64, error) {
+	if owner == "" {
+		return 0, errors.New("release claim: empty owner")
+	}
+	if err := requireTime("release claim: until", until); err != nil {
+		return 0, err
+	}
+	done, err := s.writing(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	res := s.db.WithContext(ctx).Model(&eventModel{}).
+		Where("claimed_by = ? AND claimed_until = ? AND processed_at IS NULL", owner, dbTime(until)).
+		Updates(map[string]any{"claimed_by": "", "claimed_until": nil})
+	if res.Error != nil {
+		return 0, wrap(res.Error, "release the claims of %q until %s", owner, until.Format(time.RFC3339Nano))
+	}
+	return res.RowsAffected, nil
+}
+
 // RetryEvent implements store.Tx.
 func (s *Store) RetryEvent(ctx context.Context, params store.RetryEventParams) error {
 	done, err := s.writing(ctx)
