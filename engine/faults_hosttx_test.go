@@ -21,14 +21,17 @@ import (
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
 
+// faultDialect opens a fresh database of one kind with the options given.
+type faultDialect struct {
+	name, dialect string
+	open          func(testing.TB, gormstore.OpenOpts) *gorm.DB
+}
+
 // faultDialects open a fresh database of each kind with a fault injector
 // in its connections: a SQLite file (a broken connection to an in-memory
 // database would lose the database) and MySQL/MariaDB when
 // GOXPDL_MYSQL_DSN is set.
-var faultDialects = []struct {
-	name, dialect string
-	open          func(testing.TB, gormstore.OpenOpts) *gorm.DB
-}{
+var faultDialects = []faultDialect{
 	{"SQLite", store.DialectSQLite, dbtest.OpenSQLiteOpts},
 	{"MySQL", store.DialectMySQL, dbtest.OpenMySQLOpts},
 }

@@ -27,15 +27,7 @@ func TestWorkItemDeadlock(t *testing.T) {
 	for _, d := range faultDialects {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			in := faultdb.New()
-			db := d.open(t, in.OpenOpts())
-			e, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 20 * time.Millisecond})
-			require.NoError(t, err)
-			quiet := faultdb.Exempt(t.Context())
-			require.NoError(t, e.Start(quiet))
-			t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
-			_, err = e.Deploy(quiet, []byte(hostTxProcess))
-			require.NoError(t, err)
+			e, in, quiet := startFaultEngine(t, d, nil)
 			id, err := e.StartProcess(quiet, engine.StartOptions{Package: "pkg"})
 			require.NoError(t, err)
 			require.NoError(t, e.WaitQuiet(quiet))
@@ -73,17 +65,9 @@ func TestBatchStateDeadlock(t *testing.T) {
 	for _, d := range faultDialects {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			in := faultdb.New()
-			db := d.open(t, in.OpenOpts())
-			e, err := engine.New(engine.Config{DB: db, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 20 * time.Millisecond,
-				BatchPollInterval: -1}) // no runner: the batch stays Running until paused
-			require.NoError(t, err)
-			quiet := faultdb.Exempt(t.Context())
-			require.NoError(t, e.Start(quiet))
-			t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
-			_, err = e.Deploy(quiet, []byte(hostTxProcess))
-			require.NoError(t, err)
-			_, err = e.StartProcess(quiet, engine.StartOptions{Package: "pkg"})
+			// No batch runner: the batch stays Running until paused.
+			e, in, quiet := startFaultEngine(t, d, func(c *engine.Config) { c.BatchPollInterval = -1 })
+			_, err := e.StartProcess(quiet, engine.StartOptions{Package: "pkg"})
 			require.NoError(t, err)
 			batch, err := e.StartBatch(quiet, engine.BatchRequest{Action: engine.BatchSuspend, Filter: engine.InstanceFilter{Package: "pkg"}})
 			require.NoError(t, err)
@@ -95,4 +79,25 @@ func TestBatchStateDeadlock(t *testing.T) {
 			require.Equal(t, engine.BatchPaused, paused.State)
 		})
 	}
+}
+
+// startFaultEngine starts an engine on a database of dialect d opened
+// through a fault injector (returned, nothing armed), with configure's
+// changes to its Config, and deploys hostTxProcess. The context it
+// returns is exempt from faults, for the test's own set-up and reads.
+func startFaultEngine(t *testing.T, d faultDialect, configure func(*engine.Config)) (*engine.Engine, *faultdb.Injector, context.Context) {
+	t.Helper()
+	in := faultdb.New()
+	cfg := engine.Config{DB: d.open(t, in.OpenOpts()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollInterval: 20 * time.Millisecond}
+	if configure != nil {
+		configure(&cfg)
+	}
+	e, err := engine.New(cfg)
+	require.NoError(t, err)
+	quiet := faultdb.Exempt(t.Context())
+	require.NoError(t, e.Start(quiet))
+	t.Cleanup(func() { require.NoError(t, e.Stop(context.Background())) })
+	_, err = e.Deploy(quiet, []byte(hostTxProcess))
+	require.NoError(t, err)
+	return e, in, quiet
 }
