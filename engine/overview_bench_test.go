@@ -225,7 +225,7 @@ func loadConsoleData(ctx context.Context, b *testing.B, e *engine.Engine, n int)
 			switch {
 			case !state.IsFinal():
 				actRows = append(actRows, store.ActivityInstance{
-					ProcessInstanceID: pi.ID, ActivityDefID: "Review", State: string(wftype.ActivityWaiting),
+					ID: int64(acts + len(actRows) + 1), ProcessInstanceID: pi.ID, ActivityDefID: "Review", State: string(wftype.ActivityWaiting),
 					Attempt: 1, CreatedAt: pi.CreatedAt, UpdatedAt: pi.CreatedAt,
 				})
 				timerRows = append(timerRows, store.Timer{
