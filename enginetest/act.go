@@ -142,34 +142,16 @@ func (h *Harness) nextWake(target time.Time) (time.Time, bool) {
 }
 
 // nextRetry returns the earliest time in (now, target] at which an event
-// waiting for a retry's backoff becomes available, to the microsecond
-// (the store's precision). The read API tells how many events wait, not
-// until when: the store's count of available events is searched by
-// halving, a few dozen counting queries, only while events wait.
+// waiting for a retry's backoff becomes available (the store's
+// NextEventAvailable).
 func (h *Harness) nextRetry(now, target time.Time) (time.Time, bool) {
 	h.tb.Helper()
 	ctx, cancel := h.bounded()
 	defer cancel()
-	s := h.e.Store()
-	available := func(at time.Time) bool {
-		n, _, err := s.CountUnprocessedEvents(ctx, at)
-		h.check(err, "count the events")
-		return n > 0
-	}
-	_, waiting, err := s.CountUnprocessedEvents(ctx, now)
-	h.check(err, "count the events")
-	if waiting == 0 || !available(target) {
+	at, ok, err := h.e.Store().NextEventAvailable(ctx, now)
+	h.check(err, "read when the next event is available")
+	if !ok || at.After(target) {
 		return time.Time{}, false
 	}
-	// available(now + lo) is false, available(now + hi) true.
-	lo, hi := time.Duration(0), target.Sub(now)
-	for hi-lo > time.Microsecond {
-		mid := lo + (hi-lo)/2
-		if available(now.Add(mid)) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return now.Add(hi), true
+	return at, true
 }

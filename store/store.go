@@ -290,6 +290,10 @@ type Tx interface {
 	// available at or before params.Now, and those available later (a
 	// retry's backoff).
 	CountUnprocessedEvents(ctx context.Context, now time.Time) (available, later int64, err error)
+	// NextEventAvailable returns the earliest time after after at which
+	// an unprocessed event becomes available (a retry's backoff ends), and
+	// false when none waits beyond after.
+	NextEventAvailable(ctx context.Context, after time.Time) (time.Time, bool, error)
 	// ReleaseClaims gives up every claim of owner on unprocessed events,
 	// so that they can be claimed at once, and returns how many it
 	// released. Releasing fences owner: its MarkEventsProcessed with

@@ -262,6 +262,20 @@ func (s *Store) RetryEvent(ctx context.Context, params store.RetryEventParams) e
 	return nil
 }
 
+// NextEventAvailable implements store.Tx.
+func (s *Store) NextEventAvailable(ctx context.Context, after time.Time) (time.Time, bool, error) {
+	var ms []eventModel
+	err := s.db.WithContext(ctx).Where("processed_at IS NULL AND available_at > ?", dbTime(after)).
+		Order("available_at").Limit(1).Find(&ms).Error
+	if err != nil {
+		return time.Time{}, false, wrap(err, "next event available")
+	}
+	if len(ms) == 0 {
+		return time.Time{}, false, nil
+	}
+	return rowTime(ms[0].AvailableAt), true, nil
+}
+
 // CountUnprocessedEvents implements store.Tx.
 func (s *Store) CountUnprocessedEvents(ctx context.Context, now time.Time) (available, later int64, err error) {
 	var rows []struct {

@@ -85,6 +85,13 @@ func (h *harness) testNodes(t *testing.T) {
 		available, later, err = b.s.CountUnprocessedEvents(b.ctx, at(time.Second))
 		require.NoError(t, err)
 		require.Equal(t, [2]int64{0, 1}, [2]int64{available, later}, "e3 waits for its retry")
+		next, ok, err := b.s.NextEventAvailable(b.ctx, at(time.Second))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.True(t, next.Equal(at(time.Hour).Truncate(time.Microsecond)), "e3 is available again at its retry (to the store's microsecond): %v", next)
+		_, ok, err = b.s.NextEventAvailable(b.ctx, at(time.Hour))
+		require.NoError(t, err)
+		require.False(t, ok, "nothing waits beyond the last retry")
 		// Marking an event already processed, with an owner, is lost too.
 		err = b.s.MarkEventsProcessed(b.ctx, store.MarkEventsProcessedParams{IDs: []int64{claimed[1].ID}, ProcessedAt: at(time.Second), Owner: "B"})
 		require.ErrorIs(t, err, store.ErrLeaseLost)
