@@ -82,83 +82,64 @@ func (h *Harness) Timers(id int64) []engine.Timer {
 
 // The read API, every page.
 
-func activities(ctx context.Context, e *engine.Engine, id int64) ([]engine.ActivityInstance, error) {
-	var out []engine.ActivityInstance
-	f := engine.ActivityFilter{Instance: id, Limit: 1000}
-	for {
-		page, err := e.Activities(ctx, f)
+// allPages reads every page of a list call from cursor first on: read
+// returns the page after a cursor and the next one, the zero cursor on
+// the last page.
+func allPages[C comparable, T any](first C, read func(after C) ([]T, C, error)) ([]T, error) {
+	var out []T
+	var last C
+	for after := first; ; {
+		items, next, err := read(after)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Activities...)
-		if page.Next == 0 {
+		out = append(out, items...)
+		if next == last {
 			return out, nil
 		}
-		f.After = page.Next
+		after = next
 	}
 }
 
+// pageSize is how many rows one read of the kit asks for.
+const pageSize = 1000
+
+func activities(ctx context.Context, e *engine.Engine, id int64) ([]engine.ActivityInstance, error) {
+	return allPages(0, func(after int64) ([]engine.ActivityInstance, int64, error) {
+		page, err := e.Activities(ctx, engine.ActivityFilter{Instance: id, After: after, Limit: pageSize})
+		return page.Activities, page.Next, err
+	})
+}
+
 func workItems(ctx context.Context, e *engine.Engine, f engine.WorkItemFilter) ([]engine.WorkItem, error) {
-	var out []engine.WorkItem
-	f.Limit = 1000
-	for {
+	f.Limit = pageSize
+	return allPages(f.After, func(after int64) ([]engine.WorkItem, int64, error) {
+		f.After = after
 		page, err := e.WorkItems(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.WorkItems...)
-		if page.Next == 0 {
-			return out, nil
-		}
-		f.After = page.Next
-	}
+		return page.WorkItems, page.Next, err
+	})
 }
 
 // history reads the history of instance id after entry after (0: all).
 func history(ctx context.Context, e *engine.Engine, id, after int64) ([]engine.HistoryEntry, error) {
-	var out []engine.HistoryEntry
-	f := engine.HistoryFilter{Instance: id, After: after, Limit: 1000}
-	for {
-		page, err := e.History(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Entries...)
-		if page.Next == 0 {
-			return out, nil
-		}
-		f.After = page.Next
-	}
+	return allPages(after, func(after int64) ([]engine.HistoryEntry, int64, error) {
+		page, err := e.History(ctx, engine.HistoryFilter{Instance: id, After: after, Limit: pageSize})
+		return page.Entries, page.Next, err
+	})
 }
 
 func incidents(ctx context.Context, e *engine.Engine, id int64) ([]engine.Incident, error) {
-	var out []engine.Incident
-	f := engine.IncidentFilter{Instance: id, Limit: 1000}
-	for {
-		page, err := e.Incidents(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Incidents...)
-		if page.Next == 0 {
-			return out, nil
-		}
-		f.After = page.Next
-	}
+	return allPages(0, func(after int64) ([]engine.Incident, int64, error) {
+		page, err := e.Incidents(ctx, engine.IncidentFilter{Instance: id, After: after, Limit: pageSize})
+		return page.Incidents, page.Next, err
+	})
 }
 
 func timers(ctx context.Context, e *engine.Engine, f engine.TimerFilter) ([]engine.Timer, error) {
-	var out []engine.Timer
-	f.Limit = 1000
-	for {
+	f.Limit = pageSize
+	return allPages(f.After, func(after string) ([]engine.Timer, string, error) {
+		f.After = after
 		page, err := e.Timers(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Timers...)
-		if page.Next == "" {
-			return out, nil
-		}
-		f.After = page.Next
-	}
+		return page.Timers, page.Next, err
+	})
 }
