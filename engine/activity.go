@@ -227,8 +227,12 @@ func (r *run) offer(a *act) error {
 	if len(a.def.Performers) > 0 {
 		performer = a.def.Performers[0]
 	}
+	id, err := r.idNow()
+	if err != nil {
+		return err
+	}
 	item := store.WorkItem{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID,
+		ID: id, ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID,
 		Name: a.def.Name, State: string(workitem.Offered), Performer: performer, Assignees: assignees,
 		Priority: priority(a.def.Priority), DueAt: a.dueAt, CreatedAt: r.now, UpdatedAt: r.now,
 	}

@@ -281,8 +281,12 @@ func (r *run) rememberSignal(id string, vars []byte, b Broadcast) error {
 		state, reason = store.InboxExpired, fmt.Sprintf("signal %s: no event was waiting for it", b.Name)
 	}
 	end := r.now
-	_, err := r.tx.InsertInboxMessage(r.ctx, store.InboxMessage{
-		MessageID: id, Kind: inboxSignal, ActivityDefID: b.Name, User: r.actor,
+	rowID, err := r.idNow()
+	if err != nil {
+		return err
+	}
+	_, err = r.tx.InsertInboxMessage(r.ctx, store.InboxMessage{
+		ID: rowID, MessageID: id, Kind: inboxSignal, ActivityDefID: b.Name, User: r.actor,
 		Payload: mustJSON(signalRecord{Variables: vars, Receivers: b.Receivers}),
 		State:   state, Reason: reason, CreatedAt: r.now, EndedAt: &end,
 	})
@@ -431,8 +435,12 @@ func (r *run) catchPending() error {
 
 // subscribe records that a waits for its signal.
 func (r *run) subscribe(a *act) error {
-	_, err := r.tx.InsertSubscriptions(r.ctx, []store.Subscription{{
-		Kind: subSignal, Name: a.def.Event.Ref, ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID,
+	id, err := r.idNow()
+	if err != nil {
+		return err
+	}
+	_, err = r.tx.InsertSubscriptions(r.ctx, []store.Subscription{{
+		ID: id, Kind: subSignal, Name: a.def.Event.Ref, ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID,
 		ActivityDefID: a.def.ID, CreatedAt: r.now,
 	}})
 	return err

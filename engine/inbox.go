@@ -191,6 +191,9 @@ func (r *run) send(m Message) (Delivery, error) {
 			}
 		}
 	}
+	if msg.ID, err = r.idNow(); err != nil {
+		return Delivery{}, err
+	}
 	stored, err := r.tx.InsertInboxMessage(r.ctx, msg)
 	if err != nil {
 		return Delivery{}, err

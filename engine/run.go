@@ -242,6 +242,7 @@ func (r *run) loadFrom(id int64, useCache bool) error {
 		}
 		a.stored = true
 		r.acts = append(r.acts, a)
+		r.e.ids.Observe(row.ID) // see Engine.process
 	}
 	return nil
 }
@@ -449,6 +450,13 @@ func (r *run) newID() int64 {
 		r.idErr = err
 	}
 	return id
+}
+
+// idNow is newID for a row written at once rather than at flush: it
+// returns the allocator's error (the run's first) instead of 0.
+func (r *run) idNow() (int64, error) {
+	id := r.newID()
+	return id, r.idErr
 }
 
 // createActivity creates an Initiated instance of def in scope sc and

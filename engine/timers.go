@@ -410,10 +410,14 @@ func (r *run) flushTimers() error {
 	if len(r.timers) == 0 {
 		return nil
 	}
-	if r.state() == wftype.ProcessSuspended {
-		for i := range r.timers {
+	for i := range r.timers {
+		r.timers[i].ID = r.newID() // a re-armed timer's row is a new one
+		if r.state() == wftype.ProcessSuspended {
 			r.timers[i].State = store.TimerPaused
 		}
+	}
+	if r.idErr != nil {
+		return r.idErr
 	}
 	_, err := r.tx.InsertTimers(r.ctx, r.timers)
 	return err

@@ -97,7 +97,7 @@ func (h *harness) testInTx(t *testing.T) {
 		ais, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}})
 		require.NoError(t, err)
 		require.NoError(t, tx.PutVariables(ctx, []store.Variable{{ProcessInstanceID: pi.ID, Name: "x", Type: "STRING", Value: []byte(`"v"`)}}))
-		_, err = tx.InsertWorkItem(ctx, store.InsertWorkItemParams{Item: store.WorkItem{ProcessInstanceID: pi.ID, ActivityInstanceID: ais[0].ID, State: "Offered", CreatedAt: t0, UpdatedAt: t0}})
+		_, err = tx.InsertWorkItem(ctx, store.InsertWorkItemParams{Item: store.WorkItem{ID: nextID(), ProcessInstanceID: pi.ID, ActivityInstanceID: ais[0].ID, State: "Offered", CreatedAt: t0, UpdatedAt: t0}})
 		require.NoError(t, err)
 		_, err = tx.InsertEvents(ctx, []store.Event{event("started", pi.ID)})
 		require.NoError(t, err)
