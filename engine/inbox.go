@@ -213,7 +213,7 @@ func (r *run) waiting(id string) *act {
 
 // openItem returns the open work item of a waiting activity.
 func (r *run) openItem(a *act) (store.WorkItem, error) {
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID})
+	items, err := r.listItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID})
 	if err != nil {
 		return store.WorkItem{}, err
 	}

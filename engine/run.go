@@ -75,6 +75,10 @@ type run struct {
 	flushed   bool                           // flush wrote the instance
 	inserted  *store.ProcessInstance         // the instance as this run inserted it, if it did
 	timers    []store.Timer                  // timers to arm at flush
+	items     map[int64]*stagedItem          // work items to write at flush (itemstage.go)
+	itemOrder []int64                        // the IDs of items, in the order the run first touched them
+	subs      []store.Subscription           // signal subscriptions to write at flush
+	unsubs    []int64                        // activity instances whose stored subscription flush deletes
 	incidents []pendingIncident              // incidents to open at flush
 	resolved  []store.ResolveIncidentsParams // incidents to resolve at flush
 	// skipping is the activity an operator's skip is routing on
@@ -619,6 +623,9 @@ func (r *run) flush(hosted bool) error {
 		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt, r.storedState = v, tokens, r.now, r.pi.State
 	}
 	if err := r.flushActivities(); err != nil {
+		return err
+	}
+	if err := r.flushItems(); err != nil {
 		return err
 	}
 	r.emitNotifications(r.records[:own])

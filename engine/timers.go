@@ -829,7 +829,7 @@ func (r *run) escalate(a *act, p resource.Participant) error {
 	principal := string(kind) + ":" + p.ID
 	filter := openItems(r.pi.ID)
 	filter.ActivityInstanceID = a.row.ID
-	items, err := r.tx.ListWorkItems(r.ctx, filter)
+	items, err := r.listItems(filter)
 	if err != nil {
 		return err
 	}
