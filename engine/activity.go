@@ -236,10 +236,8 @@ func (r *run) offer(a *act) error {
 		Name: a.def.Name, State: string(workitem.Offered), Performer: performer, Assignees: assignees,
 		Priority: priority(a.def.Priority), DueAt: a.dueAt, CreatedAt: r.now, UpdatedAt: r.now,
 	}
-	wi, err := r.tx.InsertWorkItem(r.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: assignees})
-	if err != nil {
-		return err
-	}
+	r.stageItem(&item, true)
+	wi := item
 	aid, wid := a.row.ID, wi.ID
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
@@ -572,7 +570,7 @@ func (r *run) moveOpenItems(cmd workitem.Command) error {
 
 // moveItems applies cmd to the work items filter selects that accept it.
 func (r *run) moveItems(cmd workitem.Command, filter store.ListWorkItemsParams) error {
-	items, err := r.tx.ListWorkItems(r.ctx, filter)
+	items, err := r.listItems(filter)
 	if err != nil {
 		return err
 	}

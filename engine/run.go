@@ -72,11 +72,20 @@ type run struct {
 	inline    []*act // activities of activity sets to start in this transaction
 	children  []*run // subflow instances this run created
 	published []store.Event
-	flushed   bool                           // flush wrote the instance
-	inserted  *store.ProcessInstance         // the instance as this run inserted it, if it did
-	timers    []store.Timer                  // timers to arm at flush
-	incidents []pendingIncident              // incidents to open at flush
-	resolved  []store.ResolveIncidentsParams // incidents to resolve at flush
+	flushed   bool                             // flush wrote the instance
+	inserted  *store.ProcessInstance           // the instance as this run inserted it, if it did
+	timers    []store.Timer                    // timers to arm at flush
+	items     map[int64]*stagedItem            // work items to write at flush (itemstage.go)
+	itemOrder []int64                          // the IDs of items, in the order the run first touched them
+	subs      []store.Subscription             // signal subscriptions to write at flush
+	unsubs    []int64                          // activity instances whose stored subscription flush deletes
+	inboxEnds []store.UpdateInboxMessageParams // pending inbox messages the run applied or expired, written at flush
+	// spentTimers are the timers that fired in this run, and timerSwitch
+	// pauses or resumes the instance's stored timers: both at flush.
+	spentTimers []int64
+	timerSwitch string
+	incidents   []pendingIncident              // incidents to open at flush
+	resolved    []store.ResolveIncidentsParams // incidents to resolve at flush
 	// skipping is the activity an operator's skip is routing on
 	// (SkipActivity); a failure to route it refuses the skip.
 	skipping *act
@@ -619,6 +628,12 @@ func (r *run) flush(hosted bool) error {
 		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt, r.storedState = v, tokens, r.now, r.pi.State
 	}
 	if err := r.flushActivities(); err != nil {
+		return err
+	}
+	if err := r.flushItems(); err != nil {
+		return err
+	}
+	if err := r.flushInbox(); err != nil {
 		return err
 	}
 	r.emitNotifications(r.records[:own])
