@@ -160,7 +160,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 // fault the counts were seeded a second time.)
 func hasTable(db *gorm.DB, name string) (bool, error) {
 	var q string
-	switch db.Dialector.Name() {
+	switch db.Name() {
 	case "mysql":
 		q = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?"
 	case "postgres":
@@ -168,7 +168,7 @@ func hasTable(db *gorm.DB, name string) (bool, error) {
 	case "sqlite":
 		q = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
 	default:
-		return false, fmt.Errorf("unsupported dialect %q", db.Dialector.Name())
+		return false, fmt.Errorf("unsupported dialect %q", db.Name())
 	}
 	var n int64
 	err := db.Raw(q, name).Scan(&n).Error
