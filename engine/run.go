@@ -651,6 +651,12 @@ func (r *run) flush(hosted bool) error {
 	}
 	r.observed = append(r.observed, r.finishing...)
 	r.finishing = nil
+	for i := range r.history {
+		r.history[i].ID = r.newID() // in the order the run made them
+	}
+	if r.idErr != nil {
+		return r.idErr
+	}
 	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {
 		return err
 	}

@@ -454,14 +454,15 @@ type Tx interface {
 	// repeats the rows' own conditions. Callers loop until Instances is 0.
 	PurgeProcessInstances(ctx context.Context, params PurgeProcessInstancesParams) (PurgeResult, error)
 
-	// InsertHistory appends entries to the audit trail; IDs of the
-	// arguments are ignored. It is all or none once the caller has rolled
+	// InsertHistory appends entries to the audit trail, with the IDs the
+	// caller gave them (the engine's, package idgen: positive, unique,
+	// ordered by time; 0 or less is refused). It is all or none once the caller has rolled
 	// back after an error: inside a transaction, a store may leave the
 	// first rows of a failed multi-row statement for the rollback to undo
 	// (the SQLite store does, to spare itself a statement journal).
 	InsertHistory(ctx context.Context, entries []HistoryEntry) error
 	// ListHistory returns the history of a process instance in ID order,
-	// which is the order it was written in.
+	// which is the order the engine made the entries in.
 	ListHistory(ctx context.Context, params ListHistoryParams) ([]HistoryEntry, error)
 
 	// InsertAudit appends an entry to the audit log (store/audit.go); its
