@@ -2,8 +2,8 @@ package gormstore_test
 
 import (
 	"context"
-	"testing"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/goxpdl/goxpdl/store"
