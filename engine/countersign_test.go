@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -286,6 +285,6 @@ func TestLoopResultsRefusals(t *testing.T) {
 		require.ErrorIs(t, err, engine.ErrBadArgument)
 		_, err = h.e.LoopResults(h.ctx, acts[0].ID+1000)
 		require.ErrorIs(t, err, engine.ErrNotFound)
-		require.False(t, errors.Is(err, engine.ErrBadArgument))
+		require.NotErrorIs(t, err, engine.ErrBadArgument)
 	})
 }

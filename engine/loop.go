@@ -324,7 +324,9 @@ func (r *run) enterInstance(a *act) (leave func(), err error) {
 // completes, routing for a standard loop and MI_FlowCondition All (and
 // for Complex when its condition never held), silently when an instance
 // passed the flow on already. An exception in an instance withdraws the
-// others and the loop takes the exception path.
+// others and the loop takes the exception path. Every instance keeps the
+// outputs it handed back (keepInstance); an instance of a countersign
+// votes instead of passing the flow on (countVote, countersign.go).
 func (r *run) completeInstance(a *act, exception string) (bool, error) {
 	if !isLoopInstance(a) || a.passOn {
 		return false, nil
