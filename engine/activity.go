@@ -360,6 +360,11 @@ func (r *run) complete(a *act, exception string) error {
 	if handled, err := r.completeInstance(a, exception); handled || err != nil {
 		return err // an instance of a loop (loop.go)
 	}
+	if isLoop(a) && exception == "" {
+		if err := r.closeCountersign(a); err != nil { // countersign.go
+			return err
+		}
+	}
 	sc := a.scope
 	var fired []*xpdl.Transition
 	if exception != "" {

@@ -400,6 +400,7 @@ func (r *run) catchMessage(msg *store.InboxMessage, a *act) error {
 	if err != nil {
 		return err
 	}
+	defer r.produce(a)() // an instance of a loop keeps the message's values (countersign.go)
 	if err := r.setVariables(outputs, false); err != nil {
 		return err
 	}

@@ -67,6 +67,9 @@ type loopState struct {
 	// Passed: an instance has passed the flow on (MI_FlowCondition None,
 	// One, Complex).
 	Passed bool `json:"passed,omitempty"`
+	// Votes is a countersign's count of the votes (countersign.go); nil
+	// for other loops.
+	Votes *tally `json:"votes,omitempty"`
 }
 
 // loopOf returns the loop the engine runs for def: a standard or
@@ -157,10 +160,14 @@ func (r *run) startLoop(a *act) error {
 		if err != nil {
 			return r.loopFailed(a, err)
 		}
-		if n == 0 {
+		st.N = n
+		decided, err := r.countersignAtStart(a, &st)
+		if err != nil {
+			return r.loopFailed(a, err)
+		}
+		if decided || n == 0 {
 			return r.complete(a, "")
 		}
-		st.N = n
 	} else if testBefore(l) {
 		again, err := r.loopAgain(a, st)
 		if err != nil {
@@ -278,7 +285,8 @@ func (r *run) loopCondition(text string, extra map[string]any) (bool, error) {
 }
 
 // enterInstance makes an instance's loop variables visible while it
-// starts; leave hides them again. Data fields of the same name win.
+// starts, and keeps what it sets as its outputs (produce); leave hides
+// them again. Data fields of the same name win.
 func (r *run) enterInstance(a *act) (leave func(), err error) {
 	vars, err := r.variables()
 	if err != nil {
@@ -298,7 +306,9 @@ func (r *run) enterInstance(a *act) (leave func(), err error) {
 		vars[name] = v
 		added = append(added, name)
 	}
+	done := r.produce(a)
 	return func() {
+		done()
 		for _, name := range added {
 			delete(r.vars, name)
 		}
@@ -314,24 +324,47 @@ func (r *run) enterInstance(a *act) (leave func(), err error) {
 // completes, routing for a standard loop and MI_FlowCondition All (and
 // for Complex when its condition never held), silently when an instance
 // passed the flow on already. An exception in an instance withdraws the
-// others and the loop takes the exception path.
+// others and the loop takes the exception path. Every instance keeps the
+// outputs it handed back (keepInstance); an instance of a countersign
+// votes instead of passing the flow on (countVote, countersign.go).
 func (r *run) completeInstance(a *act, exception string) (bool, error) {
 	if !isLoopInstance(a) || a.passOn {
 		return false, nil
 	}
+	outputs := r.takeOutputs(a)
 	loop := r.activity(*a.row.LoopParentID)
 	if loop == nil || loop.row.State != string(wftype.ActivityWaiting) {
 		// The loop finished or failed meanwhile: nothing to pass on.
+		if err := r.keepInstance(a, outputs, ""); err != nil {
+			return true, err
+		}
 		if err := r.setActivity(a, machine.ActivityComplete, ""); err != nil {
 			return true, err
 		}
 		return true, r.settle(a.scope)
 	}
 	if exception != "" {
+		if err := r.keepInstance(a, outputs, ""); err != nil {
+			return true, err
+		}
 		return true, r.loopException(loop, a, exception)
 	}
 	st, err := loopStateOf(loop)
 	if err != nil {
+		return true, err
+	}
+	cs, err := countersignOf(loop.def)
+	if cs != nil || err != nil {
+		if err == nil {
+			return true, r.countVote(loop, a, st, cs, outputs)
+		}
+		// A policy that Deploy would refuse now (checkCountersigns).
+		if err := r.setActivity(a, machine.ActivityComplete, ""); err != nil {
+			return true, err
+		}
+		return true, r.fail(loop, err.Error())
+	}
+	if err := r.keepInstance(a, outputs, ""); err != nil {
 		return true, err
 	}
 	before := st
@@ -461,6 +494,7 @@ func (r *run) interruptInstances(a *act) error {
 		if err := r.interrupt(inst); err != nil {
 			return err
 		}
+		markWithdrawn(inst)
 		if err := r.forceComplete(inst, "withdrawn with the loop of "+a.def.ID); err != nil {
 			return err
 		}

@@ -18,16 +18,20 @@ import (
 	"github.com/goxpdl/goxpdl/workitem"
 )
 
-// loopXPDL is an XPDL 2.2 package id with one process "p": INTEGER data
-// fields (name=initial value), the activities and transitions, a
-// participant clerk, and extra package-level XML (applications).
+// loopXPDL is an XPDL 2.2 package id with one process "p": data fields
+// (name=initial value: INTEGER, STRING when quoted, BOOLEAN for true or
+// false), the activities and transitions, a participant clerk, and extra
+// package-level XML (applications).
 func loopXPDL(id string, fields []string, activities, transitions, extra string) string {
 	var df strings.Builder
 	for _, f := range fields {
 		name, initial, _ := strings.Cut(f, "=")
 		typ := "INTEGER"
-		if strings.HasPrefix(initial, `"`) {
+		switch {
+		case strings.HasPrefix(initial, `"`):
 			typ, initial = "STRING", strings.Trim(initial, `"`)
+		case initial == "true" || initial == "false":
+			typ = "BOOLEAN"
 		}
 		fmt.Fprintf(&df, `<DataField Id="%s"><DataType><BasicType Type="%s"/></DataType><InitialValue>%s</InitialValue></DataField>`, name, typ, initial)
 	}

@@ -47,6 +47,10 @@ type ActivityInstance struct {
 	// iterations from 1; 0 otherwise.
 	Loop      int64 `json:"loop,omitempty"`
 	LoopIndex int   `json:"loopIndex,omitempty"`
+	// Outputs are, for a completed instance of a loop, the values it
+	// handed back (Engine.LoopResults has them with its vote); nil
+	// otherwise.
+	Outputs map[string]any `json:"outputs,omitempty"`
 	// CreatedAt is when the activity instance was created, UpdatedAt when
 	// it last changed, EndedAt when it reached a final state.
 	CreatedAt time.Time  `json:"createdAt"`
@@ -329,6 +333,9 @@ func activityRow(r store.ActivityInstance, names map[string]string) ActivityInst
 	}
 	if r.LoopParentID != nil {
 		a.Loop = *r.LoopParentID
+	}
+	if st, ok := instanceStateOf(r); ok {
+		a.Outputs = st.Outputs
 	}
 	return a
 }

@@ -75,6 +75,7 @@ func (e *Engine) SkipActivityTx(ctx context.Context, tx *gorm.DB, instance, acti
 		if err != nil {
 			return err
 		}
+		defer r.produce(a)() // the values a skipped loop instance hands back (countersign.go)
 		if err := r.setOperatorValues(values); err != nil {
 			return err
 		}

@@ -89,6 +89,9 @@ type run struct {
 	// skipping is the activity an operator's skip is routing on
 	// (SkipActivity); a failure to route it refuses the skip.
 	skipping *act
+	// producer is the loop instance whose body is running: setVariable
+	// keeps what it sets as its outputs (countersign.go); nil otherwise.
+	producer *act
 	nextDue  time.Time // the earliest timer this run (or its children) armed; zero for none
 	due      time.Time // when the timer this run handles was due; its records say so
 
@@ -136,6 +139,12 @@ type act struct {
 	// passOn: a loop instance that completes routing like the activity
 	// itself (completeInstance).
 	passOn bool
+	// outputs are what a loop instance handed back in this run (its
+	// outputs, kept when it completes: countersign.go); note is detail
+	// for the history entry of the activity's next change (an
+	// instance's outputs, a countersign's decision).
+	outputs map[string]any
+	note    map[string]any
 	// dueAt, for a manual activity about to be offered, is when its work
 	// should be done: its first deadline or its limit (the work item's
 	// DueAt); nil when it has neither.
@@ -367,7 +376,7 @@ func (r *run) setActivity(a *act, cmd machine.ActivityCommand, diagnosis string)
 	a.dirty = true
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &a.row.ID, Subject: store.SubjectActivity,
-		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: r.detail(diagnosis),
+		FromState: string(from), ToState: string(to), Actor: r.actor, At: r.now, Data: r.activityDetail(a, diagnosis),
 	})
 	rec := Record{Activity: a.def.ID, State: string(to)}
 	switch to {
@@ -791,6 +800,9 @@ func (r *run) setVariable(name string, v any) error {
 		return err
 	}
 	r.vars[name] = c
+	if r.producer != nil {
+		r.producer.keep(name, c)
+	}
 	if r.dirtyVars == nil {
 		r.dirtyVars = make(map[string]bool)
 	}

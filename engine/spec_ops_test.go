@@ -227,11 +227,17 @@ func (s *spec) startBatch(req engine.BatchRequest) (engine.Batch, error) {
 }
 
 // openActivity is the id of the latest instance of activity def of
-// process instance id that has not completed.
+// process instance id that has not completed, an Abnormal one first (a
+// loop that failed while its instances are open).
 func (s *spec) openActivity(id int64, def string) (int64, error) {
 	acts, err := activitiesOf(s.look, s.e, id)
 	if err != nil {
 		return 0, err
+	}
+	for _, a := range slices.Backward(acts) {
+		if a.Activity == def && a.State == wftype.ActivityAbnormal {
+			return a.ID, nil
+		}
 	}
 	for _, a := range slices.Backward(acts) {
 		if a.Activity == def && a.State != wftype.ActivityCompleted {

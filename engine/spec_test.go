@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -334,6 +336,9 @@ func (s *spec) do(d *datadriven.TestData, out *strings.Builder) error {
 	case "calls":
 		s.settle()
 		return s.calls(out)
+	case "loop":
+		s.settle()
+		return s.loop(d, out)
 	default:
 		if ok, err := s.operate(d, out); ok {
 			return err
@@ -448,21 +453,38 @@ func (s *spec) start(d *datadriven.TestData) error {
 }
 
 // complete completes the open work item of an activity of the current
-// instance (or of instance=pN): complete ACTIVITY [user=U] [k=v ...].
+// instance (or of instance=pN), or, with index=K, the work item of the
+// K-th instance of the activity's latest loop, in whatever state it is:
+// complete ACTIVITY [user=U] [index=K] [k=v ...].
 func (s *spec) complete(d *datadriven.TestData) error {
 	activity := d.CmdArgs[0].Key
 	user := "clerk1"
+	index := 0
 	var rest []datadriven.CmdArg
 	for _, a := range d.CmdArgs[1:] {
 		switch a.Key {
 		case "user":
 			user = a.Vals[0]
 		case "instance":
+		case "index":
+			n, err := strconv.Atoi(a.Vals[0])
+			if err != nil || n < 1 {
+				return fmt.Errorf("complete: index=%s is not a loop instance's number", a.Vals[0])
+			}
+			index = n
 		default:
 			rest = append(rest, a)
 		}
 	}
 	id := s.instance(d)
+	if index > 0 {
+		item, err := s.loopItem(id, activity, index)
+		if err != nil {
+			return err
+		}
+		_, err = s.e.CompleteWorkItem(s.ctx, item, engine.Completion{User: user, Outputs: s.values(rest)})
+		return err
+	}
 	items, err := workItemsOf(s.look, s.e, openItemsOf(id))
 	if err != nil {
 		return err
@@ -796,6 +818,84 @@ func (s *spec) calls(out *strings.Builder) error {
 	}
 	for _, r := range rows {
 		fmt.Fprintf(out, "committed: %s by %s\n", r.App, r.Activity)
+	}
+	return nil
+}
+
+// loopItem finds the latest work item of the index-th instance of the
+// latest loop of activity in instance id, in any state.
+func (s *spec) loopItem(id int64, activity string, index int) (int64, error) {
+	acts, err := activitiesOf(s.look, s.e, id)
+	if err != nil {
+		return 0, err
+	}
+	var loop, inst int64
+	for _, a := range acts {
+		if a.Activity == activity && a.Loop == 0 {
+			loop = a.ID
+		}
+	}
+	for _, a := range acts {
+		if loop != 0 && a.Loop == loop && a.LoopIndex == index {
+			inst = a.ID
+		}
+	}
+	if inst == 0 {
+		return 0, fmt.Errorf("no instance %d of a loop of activity %s in %s", index, activity, s.instanceName(id))
+	}
+	items, err := workItemsOf(s.look, s.e, engine.WorkItemFilter{ActivityInstance: inst})
+	if err != nil {
+		return 0, err
+	}
+	if len(items) == 0 {
+		return 0, fmt.Errorf("instance %d of activity %s has no work item", index, activity)
+	}
+	return items[len(items)-1].ID, nil
+}
+
+// loop prints the results of the latest loop of an activity of the
+// current instance (or of instance=pN), as Engine.LoopResults gives them:
+// loop ACTIVITY.
+func (s *spec) loop(d *datadriven.TestData, out *strings.Builder) error {
+	activity := d.CmdArgs[0].Key
+	acts, err := activitiesOf(s.look, s.e, s.instance(d))
+	if err != nil {
+		return err
+	}
+	var loop int64
+	for _, a := range acts {
+		if a.Activity == activity && a.Loop == 0 {
+			loop = a.ID
+		}
+	}
+	if loop == 0 {
+		return fmt.Errorf("no activity %s in %s", activity, s.instanceName(s.instance(d)))
+	}
+	res, err := s.e.LoopResults(s.look, loop)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "loop %s %s\n", res.Loop.Activity, res.Loop.State)
+	if c := res.Countersign; c != nil {
+		fmt.Fprintf(out, "  countersign rule=%s vote=%s decision=%s total=%d completed=%d approved=%d rejected=%d abstained=%d withdrawn=%d\n",
+			c.Rule, c.Vote, cmp.Or(string(c.Decision), "none"), c.Total, c.Completed, c.Approved, c.Rejected, c.Abstained, c.Withdrawn)
+	}
+	for _, in := range res.Instances {
+		fmt.Fprintf(out, "  %d %s", in.Index, in.State)
+		if in.Ballot != "" {
+			fmt.Fprintf(out, " %s", in.Ballot)
+		}
+		if in.Withdrawn {
+			out.WriteString(" withdrawn")
+		}
+		if len(in.Outputs) > 0 {
+			data, err := json.Marshal(in.Outputs)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, " outputs=%s", data)
+		}
+		out.WriteByte('\n')
 	}
 	return nil
 }

@@ -265,6 +265,7 @@ func (r *run) subprocessEnded(activityID, childID int64) error {
 		return err
 	}
 	sf := a.def.SubFlow
+	defer r.produce(a)() // an instance of a loop keeps its OUT parameters (countersign.go)
 	for j, fp := range proc.FormalParameters {
 		if j >= len(sf.ActualParameters) || fp.Mode == xpdl.ModeIn {
 			continue

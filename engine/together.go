@@ -269,6 +269,9 @@ func (e *Engine) deployTogether(ctx context.Context, ms []member, a *auditing) (
 		if err := e.checkTimerRates(d); err != nil {
 			return nil, fmt.Errorf("deploy %s: %w", d.pkg.ID, err)
 		}
+		if err := checkCountersigns(d); err != nil {
+			return nil, fmt.Errorf("deploy %s: %w", d.pkg.ID, err)
+		}
 	}
 	now := e.now()
 	armed := make([][]store.Timer, len(deps))

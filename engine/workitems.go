@@ -271,6 +271,7 @@ func (r *run) completeItem(wi *store.WorkItem, a *act, c Completion, detail map[
 	if err != nil {
 		return err
 	}
+	defer r.produce(a)() // an instance of a loop keeps its outputs (countersign.go)
 	result, err := r.applyOutputs(*wi, a, c)
 	if err != nil {
 		return err
@@ -644,6 +645,7 @@ func (r *run) applyOutputs(wi store.WorkItem, a *act, c Completion) ([]byte, err
 		}
 		typed[name] = r.vars[name]
 	}
+	r.handBack(a, typed)
 	return canonicalOutputs(typed)
 }
 
