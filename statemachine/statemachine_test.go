@@ -509,6 +509,39 @@ func TestInitialEnterFailingLeavesTheInstanceStuck(t *testing.T) {
 		require.Equal(t, step.Instance, se.Instance)
 		require.Contains(t, se.Diagnosis, "enter a: boom")
 		require.Len(t, f.h.Incidents(step.Instance), 1, "an operator sees an incident")
+		_, err = f.m.Current(f.ctx, step.Instance)
+		require.ErrorIs(t, err, statemachine.ErrStuck)
+
+		// The cause fixed (here: the input the failing Enter read), an
+		// operator retries the machine's activity: the set runs again
+		// from the start.
+		require.NoError(t, f.e.SetVariables(f.ctx, step.Instance, engine.Values{Variables: map[string]any{"_input": map[string]any{}}}, engine.Op{}))
+		var block int64
+		for _, a := range f.h.Activities(step.Instance) {
+			if a.Activity == "_machine" {
+				block = a.ID
+			}
+		}
+		require.NoError(t, f.e.RetryActivity(f.ctx, step.Instance, block, engine.Op{Reason: "fixed"}))
+		entered, err := f.m.Wait(f.ctx, step.Instance)
+		require.NoError(t, err)
+		require.Equal(t, "a", entered.State)
+	})
+}
+
+func TestSuspendedInstanceRefusesResume(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		fr := &free{}
+		f := setup(t, db, fr.definition())
+		step := f.start(nil)
+		require.NoError(t, f.e.Suspend(f.ctx, step.Instance, engine.Op{Reason: "audit"}))
+		_, err := f.m.Resume(f.ctx, step.Bookmark, map[string]any{"next": "b"})
+		require.ErrorIs(t, err, wftype.ErrIllegalState)
+		require.NotErrorIs(t, err, statemachine.ErrStaleBookmark)
+		require.Zero(t, fr.called("resume a"))
+		require.NoError(t, f.e.Resume(f.ctx, step.Instance, engine.Op{}))
+		require.Equal(t, "b", f.resume(step.Bookmark, map[string]any{"next": "b"}).State)
 	})
 }
 
