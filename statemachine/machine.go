@@ -152,7 +152,9 @@ type Machine struct {
 // with e, as the engine's hooks (the tool agent class AgentPrefix+def.ID;
 // engine.AttrHook). A Definition that cannot be compiled is refused with
 // a *DefinitionError (ErrInvalid) and e is left alone. Call New before
-// e.Start, and again with the same Definition after every restart.
+// e.Start, and again with the same Definition after every restart. A
+// second machine of the same ID on one engine takes the hooks over: the
+// engine calls its functions for the instances of both.
 func New(e *engine.Engine, def Definition) (*Machine, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: statemachine.New: nil engine", engine.ErrBadArgument)
@@ -195,15 +197,18 @@ func (m *Machine) Package() *xpdl.Package { return m.pkg }
 // XPDL returns the package's XPDL 2.2 text (xpdl.Marshal).
 func (m *Machine) XPDL() []byte { return bytes.Clone(m.src) }
 
-// Close stops the machine's subscription to the engine's records (which
-// Wait and Start use). Its hooks stay registered: the engine's instances
-// of the machine keep working. Idempotent.
+// Close stops the machine's subscription to the engine's records, which
+// Start and Wait wait on: afterwards they return where an instance stands
+// at once, or an error (engine.ErrNotRunning) where they would wait. Its
+// hooks stay registered: the engine's instances of the machine keep
+// moving, and Resume, Current, Abort and History work. Idempotent.
 func (m *Machine) Close() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stop != nil {
-		m.stop()
-		m.stop = nil
+	stop := m.stop
+	m.stop = nil
+	m.mu.Unlock()
+	if stop != nil {
+		stop() // outside m.mu: the engine calls observe, which takes it, under its own lock
 	}
 }
 
@@ -433,6 +438,7 @@ func (m *Machine) Current(ctx context.Context, instance int64) (Step, error) {
 func (m *Machine) Wait(ctx context.Context, instance int64) (Step, error) {
 	wake := make(chan struct{}, 1)
 	m.mu.Lock()
+	closed := m.stop == nil
 	m.waiting[instance] = append(m.waiting[instance], wake)
 	m.mu.Unlock()
 	defer func() {
@@ -449,6 +455,10 @@ func (m *Machine) Wait(ctx context.Context, instance int64) (Step, error) {
 		step, ready, err := m.current(ctx, m.e.Store(), instance)
 		if err != nil || ready {
 			return step, err
+		}
+		if closed {
+			return step, fmt.Errorf("%w: state machine %s is closed: it hears of no moves to wait for (instance %d)",
+				engine.ErrNotRunning, m.def.ID, instance)
 		}
 		select {
 		case <-wake:

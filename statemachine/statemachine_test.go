@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
+	"github.com/goxpdl/goxpdl/console"
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/enginetest"
 	"github.com/goxpdl/goxpdl/resource"
@@ -254,6 +257,9 @@ func TestRestartEntersAnInstanceTheFirstEngineLeft(t *testing.T) {
 		pending, err := m.Current(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, statemachine.Step{Instance: id}, pending, "not entered yet")
+		m.Close()
+		_, err = m.Wait(ctx, id)
+		require.ErrorIs(t, err, engine.ErrNotRunning, "a closed machine does not wait")
 		require.NoError(t, e.Stop(ctx))
 
 		fr := &free{}
@@ -696,4 +702,36 @@ func TestParseBookmark(t *testing.T) {
 		require.ErrorIs(t, err, statemachine.ErrBadBookmark, "%q", bad)
 	}
 	require.ErrorIs(t, json.Unmarshal([]byte(`{"b": "nonsense"}`), &decoded), statemachine.ErrBadBookmark)
+}
+
+// The console shows a machine's instance like any other: its page, with
+// the diagram of the compiled process and the bookmark's work item.
+func TestConsoleShowsAMachine(t *testing.T) {
+	t.Parallel()
+	f := setup(t, dbtest.OpenSQLiteMemory(t), (&free{}).definition())
+	step := f.start(nil)
+	step = f.resume(step.Bookmark, map[string]any{"next": "b"})
+	h, err := console.New(f.e, console.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	get := func(path string) string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(f.ctx, http.MethodGet, path, nil))
+		require.Equal(t, http.StatusOK, rec.Code, "%s: %s", path, rec.Body.String())
+		return rec.Body.String()
+	}
+	page := get(fmt.Sprintf("/instances/%d", step.Instance))
+	require.Contains(t, page, "<svg", "the diagram is drawn")
+	require.Contains(t, page, "_machine")
+	var api struct {
+		WorkItems []struct {
+			ID       int64  `json:"id"`
+			Activity string `json:"activity"`
+		} `json:"workitems"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(get(fmt.Sprintf("/api/instances/%d", step.Instance))), &api))
+	require.Contains(t, api.WorkItems, struct {
+		ID       int64  `json:"id"`
+		Activity string `json:"activity"`
+	}{step.Bookmark.WorkItem, "b"})
 }
