@@ -45,8 +45,13 @@ func (b Bookmark) String() string {
 // MarshalText writes String, so that a Bookmark is a JSON string.
 func (b Bookmark) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
-// UnmarshalText reads what MarshalText wrote (ParseBookmark).
+// UnmarshalText reads what MarshalText wrote (ParseBookmark); empty
+// text is the zero Bookmark.
 func (b *Bookmark) UnmarshalText(text []byte) error {
+	if len(text) == 0 {
+		*b = Bookmark{}
+		return nil
+	}
 	parsed, err := ParseBookmark(string(text))
 	if err != nil {
 		return err

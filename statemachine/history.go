@@ -16,22 +16,22 @@ import (
 // is a new visit.
 type Visit struct {
 	// State is the state visited.
-	State string
+	State string `json:"state"`
 	// Bookmark is the visit's bookmark; zero for a final state.
-	Bookmark Bookmark
+	Bookmark Bookmark `json:"bookmark,omitzero"`
 	// Entered is when the machine entered the state; Left when it left
 	// (nil while it is there, and for a final state).
-	Entered time.Time
-	Left    *time.Time
+	Entered time.Time  `json:"entered"`
+	Left    *time.Time `json:"left,omitempty"`
 	// By is who resumed the bookmark, Input what with, and Next the
 	// state it moved to; empty while the machine is there, and when it
 	// left otherwise (Withdrawn: the instance was aborted).
-	By    string
-	Input map[string]any
-	Next  string
+	By    string         `json:"by,omitempty"`
+	Input map[string]any `json:"input,omitempty"`
+	Next  string         `json:"next,omitempty"`
 	// Withdrawn: the visit ended without a Resume (Abort, an operator's
 	// command).
-	Withdrawn bool
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 // History lists the visits of instance to its states, in order, from

@@ -86,19 +86,19 @@ func (e *StuckError) Is(target error) bool { return target == ErrStuck }
 // Step is where a machine instance stands after Start, Resume or Current.
 type Step struct {
 	// Instance is the process instance.
-	Instance int64
+	Instance int64 `json:"instance"`
 	// State is the state it is in: the bookmark's, or a final state
 	// when Done, or the last state entered when Aborted; "" while the
 	// initial state is not entered yet.
-	State string
+	State string `json:"state,omitempty"`
 	// Bookmark is where it waits; zero when it waits nowhere (Done,
 	// Aborted, not entered yet).
-	Bookmark Bookmark
+	Bookmark Bookmark `json:"bookmark,omitzero"`
 	// Done: the machine entered a final state and the instance completed.
-	Done bool
+	Done bool `json:"done,omitempty"`
 	// Aborted: the instance ended without reaching a final state
 	// (Abort, an operator's terminate).
-	Aborted bool
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // StartOpts are a start's options.

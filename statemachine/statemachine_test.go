@@ -696,6 +696,15 @@ func TestParseBookmark(t *testing.T) {
 	require.Equal(t, b, decoded["b"])
 	assert.True(t, statemachine.Bookmark{}.IsZero())
 	assert.Empty(t, statemachine.Bookmark{}.String())
+	data, err = json.Marshal(statemachine.Step{Instance: 12, State: "review", Bookmark: b})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"instance": 12, "state": "review", "bookmark": "approval/review/12/345"}`, string(data))
+	var step statemachine.Step // not entered yet: no bookmark
+	data, err = json.Marshal(step)
+	require.NoError(t, err)
+	var stepBack statemachine.Step
+	require.NoError(t, json.Unmarshal(data, &stepBack), "the zero Bookmark goes through JSON: %s", data)
+	require.Equal(t, step, stepBack)
 	for _, bad := range []string{"", "approval/review/12", "approval/review/12/345/6", "approval/review/x/345",
 		"approval/review/0/345", "approval/review/12/-1", "approval/re view/12/345", "/review/12/345"} {
 		_, err := statemachine.ParseBookmark(bad)
