@@ -408,7 +408,7 @@ func TestConcurrentResumeOneWins(t *testing.T) {
 func TestResumeInTheHostsTransaction(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		require.NoError(t, db.Exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, text VARCHAR(100))").Error)
+		require.NoError(t, db.Exec("CREATE TABLE notes (id BIGINT PRIMARY KEY, text VARCHAR(100))").Error)
 		def := (&free{}).definition()
 		// a's Resume writes a note in the engine's transaction.
 		resumeA := def.States[0].Resume
