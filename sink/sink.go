@@ -15,6 +15,16 @@
 // to the sink in batches, deleting them once Publish returned nil
 // (docs/sinks.md).
 //
+// Nothing can be lost or reordered on that path. The outbox holds only
+// the records not yet published, and the publisher reads what waits
+// there rather than moving a cursor past the ids it has seen (ids are
+// handed out before their transactions commit, in another order than the
+// commits, so a cursor would skip a late commit). An instance's records
+// are ordered by the version of the instance their step committed, which
+// the optimistic version check makes grow with every step, on whichever
+// node, whatever its clock; a batch is read in one statement as, per
+// instance, a prefix of its waiting records in that order.
+//
 // The contract between the publisher and a Sink:
 //
 //   - at least once: a batch whose Publish failed (or whose success the
