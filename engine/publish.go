@@ -88,9 +88,10 @@ type publisher struct {
 
 	mu sync.Mutex
 	// holding says this node holds the lease, until heldUntil; triedAt
-	// is when it last asked for it.
-	holding            bool
-	heldUntil, triedAt time.Time
+	// is when it last asked for it, and otherHolds that another node had
+	// it then.
+	holding, otherHolds bool
+	heldUntil, triedAt  time.Time
 	// failing counts the Publish calls failed in a row; none is made
 	// before retryAt (a backoff); lastErr is the last one's error.
 	failing int
@@ -165,7 +166,7 @@ func (r *run) flushPublications(records []Record) error {
 func (p *publisher) pass(ctx context.Context) {
 	now := p.e.now()
 	p.mu.Lock()
-	idle := now.Before(p.retryAt) || !p.holding && !p.triedAt.IsZero() && now.Sub(p.triedAt) < p.interval
+	idle := now.Before(p.retryAt) || p.otherHolds && now.Sub(p.triedAt) < p.interval
 	lookDue := p.lookedAt.IsZero() || now.Sub(p.lookedAt) >= p.interval
 	p.mu.Unlock()
 	if idle {
@@ -264,17 +265,16 @@ func (p *publisher) hold(ctx context.Context) error {
 		return nil
 	}
 	l, err := p.e.store.AcquireLease(ctx, store.AcquireLeaseParams{Name: publishLease, Owner: p.e.owner, Now: now, Until: now.Add(p.lease)})
+	// Another node holds it, or won the race for it.
+	other := errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrConflict)
 	p.mu.Lock()
-	p.holding, p.triedAt = err == nil, now
+	p.holding, p.otherHolds, p.triedAt = err == nil, other, now
 	if err == nil {
 		p.heldUntil = l.Until
 	}
 	p.mu.Unlock()
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrDuplicate), errors.Is(err, store.ErrConflict):
-		return errNotHolding // another node holds it, or won the race for it
+	if other {
+		return errNotHolding
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/sink"
+	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -455,4 +456,42 @@ func requireInOrder(t *testing.T, payloads []string) {
 			require.True(t, started[r.ActivityInstance], "%s completed before it started", r.Activity)
 		}
 	}
+}
+
+// A node that died holding the publisher's lease (no Stop, no release)
+// keeps it until it runs out; then another node takes over and publishes
+// what waits.
+func TestPublishTakesOverFromANodeThatDied(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		clock := timer.NewFake(epoch)
+		down := newBrokerLog(func(int) (bool, bool) { return true, false })
+		first := newHarness(t, db, func(c *engine.Config) { c.Clock, c.Publish, c.NodeID = clock, down, "n1" })
+		tr := traceRecords(first)
+		require.NoError(t, first.e.Start(first.ctx))
+		first.deploy(publishedPackage())
+		ids := runReviews(first, 2)
+		<-down.called
+		require.NoError(t, first.e.Stop(context.Background()))
+		want := tr.all()
+		// The node that crashed: it held the lease, until 30 s from now.
+		_, err := first.e.Store().AcquireLease(first.ctx, store.AcquireLeaseParams{
+			Name: "publisher", Owner: "n0#crashed", Now: clock.Now(), Until: clock.Now().Add(engine.DefaultPublishLease),
+		})
+		require.NoError(t, err)
+
+		up := newBrokerLog(nil)
+		second := newHarness(t, db, func(c *engine.Config) { c.Clock, c.Publish, c.NodeID = clock, up, "n2" }).start()
+		waitFor(t, "a look at the backlog", func() bool { return second.e.Stats().Publish.Pending > 0 })
+		require.False(t, second.e.Stats().Publish.Holding)
+		require.Empty(t, up.messages(), "the lease is the dead node's")
+
+		clock.Advance(engine.DefaultPublishLease)
+		require.NoError(t, second.e.WaitPublished(second.ctx))
+		got, _ := byInstance(t, up.messages())
+		for _, id := range ids {
+			require.Equal(t, want[id], got[id], "instance %d", id)
+		}
+		require.True(t, second.e.Stats().Publish.Holding)
+	})
 }
