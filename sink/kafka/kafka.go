@@ -93,7 +93,6 @@ func New(cfg Config) (*Sink, error) {
 		kgo.AllowAutoTopicCreation(),
 		kgo.RecordDeliveryTimeout(cfg.Timeout),
 		kgo.ProduceRequestTimeout(cfg.Timeout),
-		kgo.UnknownTopicRetries(-1), // a topic being created: the delivery timeout bounds it
 	}, cfg.Options...)
 	client, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -364,3 +364,15 @@ func TestRecordsWaitWhileKafkaIsDown(t *testing.T) {
 		require.Zero(t, requireDelivered(t, consume(t, back.ListenAddrs(), tr.count(), kafka.DefaultTopic), tr, ids))
 	})
 }
+
+// A broker that creates no topics fails a Publish to a topic that does
+// not exist, with Kafka's error, rather than hanging.
+func TestPublishToAMissingTopicFails(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	s := newSink(t, kafka.Config{Brokers: c.ListenAddrs(), Topic: "missing", Timeout: 5 * time.Second})
+	err = s.Publish(t.Context(), []sink.Message{message(1, 1, "p")})
+	require.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
+}
