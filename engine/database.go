@@ -84,6 +84,7 @@ func (e *Engine) Transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.
 	}
 	if !nested {
 		e.bus.Nudge()
+		e.publisher.nudge()
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/goxpdl/goxpdl/resource"
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/script"
+	"github.com/goxpdl/goxpdl/sink"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/xpdl"
@@ -161,6 +162,33 @@ type Config struct {
 	// NotifyTypes are the record types Notify receives; empty means
 	// DefaultNotifyTypes.
 	NotifyTypes []string
+	// Publish, when set, publishes every record of every step (the
+	// records Subscribe and `goxpdl run --trace` see, but the batch.*
+	// ones, which belong to no instance) to a message broker: Kafka
+	// (sink/kafka), NATS JetStream (sink/nats) or the host's own
+	// sink.Sink. Each record is written to a publication outbox in the
+	// transaction of its step and published after it commits, at least
+	// once, in order per instance, with a stable ID; a sink that fails
+	// or cannot be reached holds no engine work up: the records wait in
+	// the outbox until it takes them (docs/sinks.md). Nil, the default,
+	// writes nothing and runs nothing. Every node sharing a database
+	// should publish to the same sink: one of them at a time does.
+	Publish sink.Sink
+	// PublishInterval is how often the publisher looks for records it
+	// was not told of (a host's transaction's, another node's, those of
+	// a failed Publish) and, on the nodes not publishing, at the backlog;
+	// after a failed Publish the next waits this long, doubling with
+	// each failure in a row up to a minute. Default
+	// DefaultPublishInterval.
+	PublishInterval time.Duration
+	// PublishBatch is the most records one Publish call carries; default
+	// DefaultPublishBatch.
+	PublishBatch int
+	// PublishLease is how long the node publishing keeps that right
+	// without renewing it (it renews it every third): another node takes
+	// over once a holder that died let it run out. Default
+	// DefaultPublishLease.
+	PublishLease time.Duration
 	// Location is the time zone of dates without one and of calendar
 	// (cron) schedules in timer events and reminder policies; default
 	// time.Local.
@@ -333,6 +361,7 @@ type Engine struct {
 	batches   *timer.Periodic // the batch runner (batch.go); nil when Config.BatchPollInterval < 0
 	retention *retention
 	folder    *timer.Periodic        // folds the instance counts (overview.go)
+	publisher *publisher             // hands records to Config.Publish (publish.go); nil without a sink
 	dbVersion atomic.Pointer[string] // the server's version, once read (overview.go)
 	// bulkLoadedFunc, set by tests only, sees each instance commandMany
 	// loaded, with its version (a test makes it stale).
@@ -529,6 +558,9 @@ func New(cfg Config) (*Engine, error) {
 		e.batches = timer.NewPeriodic(cfg.Clock, cfg.BatchPollInterval, e.runBatches)
 	}
 	e.folder = timer.NewPeriodic(cfg.Clock, countFoldInterval, e.foldCounts)
+	if e.publisher, err = newPublisher(e, cfg); err != nil {
+		return nil, err
+	}
 	if e.retention, err = e.newRetention(cfg.Retention, cfg.Location); err != nil {
 		return nil, err
 	}
@@ -584,6 +616,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.folder.Start(ctx)
 	if e.retention.calendar != nil {
 		e.retention.calendar.Start(ctx)
+	}
+	if e.publisher != nil {
+		e.publisher.periodic.Start(ctx) // publishes what waits, then after every commit
 	}
 	return nil
 }
@@ -643,12 +678,16 @@ func (e *Engine) leave(ctx context.Context) error {
 	return err
 }
 
-// stopProcessing stops claiming events and firing timers: a newer run of
-// this NodeID took the node over. The host's Stop still ends the engine.
+// stopProcessing stops claiming events, firing timers and publishing: a
+// newer run of this NodeID took the node over. The host's Stop still ends the engine.
 func (e *Engine) stopProcessing() {
 	e.replaced.Store(true)
 	ctx := context.Background()
-	if err := errors.Join(e.timers.Stop(ctx), e.bus.Stop(ctx)); err != nil {
+	var publisherErr error
+	if e.publisher != nil {
+		publisherErr = e.publisher.periodic.Stop(ctx)
+	}
+	if err := errors.Join(e.timers.Stop(ctx), e.bus.Stop(ctx), publisherErr); err != nil {
 		e.log.Error("stopping after the node was taken over", "err", err)
 	}
 }
@@ -665,7 +704,12 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 		return nil
 	}
-	var rescuerErr, batchesErr, retentionErr error
+	var rescuerErr, batchesErr, retentionErr, publisherErr error
+	if e.publisher != nil {
+		// A Publish under way is cancelled; its records stay in the
+		// outbox, and the lease goes with the node's claims (leave).
+		publisherErr = e.publisher.periodic.Stop(ctx)
+	}
 	folderErr := e.folder.Stop(ctx)
 	if e.batches != nil {
 		batchesErr = e.batches.Stop(ctx) // its batch is released for the next run or node
@@ -676,7 +720,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 	if e.retention.calendar != nil {
 		retentionErr = e.retention.calendar.Stop(ctx)
 	}
-	return errors.Join(folderErr, batchesErr, rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
+	return errors.Join(publisherErr, folderErr, batchesErr, rescuerErr, retentionErr, e.timers.Stop(ctx), e.bus.Stop(ctx), e.sched.Stop(ctx), e.leave(ctx))
 }
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx
@@ -705,6 +749,9 @@ type Stats struct {
 	// (subflow instances included; PurgeTx's are not counted, since the
 	// engine does not see whether the host commits).
 	Purged uint64
+	// Publish holds what the publisher did and how far the sink is
+	// behind (Config.Publish); zero without a sink.
+	Publish PublishStats
 }
 
 // CommitStats counts the engine's own transactions (runs) and the
@@ -721,7 +768,7 @@ type CommitStats struct {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Timers: e.timers.Stats(), Conflicts: e.conflicts.Load(),
-		Commits: e.commits.stats(), Purged: e.retention.purged.Load()}
+		Commits: e.commits.stats(), Purged: e.retention.purged.Load(), Publish: e.publisher.stats()}
 }
 
 // Store returns the engine's store, for tools that read the engine's

@@ -251,6 +251,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			e.bus.Dispatch(r.published)
 		} else {
 			e.bus.Nudge()
+			e.publisher.nudge()
 		}
 		return nil
 	}

@@ -125,6 +125,7 @@ func (e *Engine) publish(recs []Record) {
 	if len(recs) == 0 {
 		return
 	}
+	e.publisher.nudge() // the records committed are in the publication outbox
 	e.obsMu.Lock()
 	defer e.obsMu.Unlock()
 	for i := range recs {

@@ -646,6 +646,9 @@ func (r *run) flush(hosted bool) error {
 		return err
 	}
 	r.emitNotifications(r.records[:own])
+	if err := r.flushPublications(r.records[:own]); err != nil {
+		return err
+	}
 	if err := r.flushVars(); err != nil {
 		return err
 	}

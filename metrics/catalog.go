@@ -79,6 +79,11 @@ const (
 	nameTimers              = "goxpdl_timers"
 	nameTimersDue           = "goxpdl_timers_due"
 	nameIncidentsOpen       = "goxpdl_incidents_open"
+	nameSinkPublished       = "goxpdl_sink_published_total"
+	nameSinkFailures        = "goxpdl_sink_failures_total"
+	nameSinkPending         = "goxpdl_sink_pending_records"
+	nameSinkLag             = "goxpdl_sink_lag_seconds"
+	nameSinkHolding         = "goxpdl_sink_publishing"
 )
 
 // Labels of the definition.
@@ -166,6 +171,17 @@ var catalog = []def{
 		help: "Pending timers already due: the timer service is behind while this stays above 0."},
 	{name: nameIncidentsOpen, kind: gauge, labels: []string{"cause"}, scraped: true,
 		help: "Open incidents of every node, by cause."},
+	// The sink's (engine.Config.Publish), exported only when one is set.
+	{name: nameSinkPublished, kind: counter, scraped: true,
+		help: "Records this node published to the sink."},
+	{name: nameSinkFailures, kind: counter, scraped: true,
+		help: "Publish calls of this node to the sink that failed (the records wait and are published again)."},
+	{name: nameSinkPending, kind: gauge, scraped: true,
+		help: "Records of every node waiting in the publication outbox for the sink, as of this node's last look."},
+	{name: nameSinkLag, kind: gauge, scraped: true,
+		help: "Age of the oldest record waiting for the sink (0 when none waits): how far the sink is behind."},
+	{name: nameSinkHolding, kind: gauge, scraped: true,
+		help: "1 on the node that publishes to the sink (it holds the publisher's lease), 0 on the others."},
 }
 
 // desc returns d's prometheus.Desc with the collector's constant labels.

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/sink"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 )
 
@@ -80,7 +82,8 @@ func TestDocsListEveryMetric(t *testing.T) {
 func TestCollectorExportsTheCatalog(t *testing.T) {
 	t.Parallel()
 	m := New(WithConstLabels(prometheus.Labels{"node": "n1"}))
-	e, err := engine.New(engine.Config{DB: dbtest.OpenSQLiteMemory(t), Observer: m})
+	e, err := engine.New(engine.Config{DB: dbtest.OpenSQLiteMemory(t), Observer: m,
+		Publish: sink.Func(func(context.Context, []sink.Message) error { return nil })}) // the sink's metrics too
 	require.NoError(t, err)
 	require.NoError(t, m.Attach(e))
 	m.InstanceFinished(engine.InstanceFinished{Package: "p", Process: "q", Outcome: engine.InstanceCompleted, Duration: time.Second})

@@ -253,6 +253,18 @@ func (m *Metrics) collectStats(ch chan<- prometheus.Metric, st engine.Stats) {
 	count(nameCommitTransactions, st.Commits.Transactions)
 	count(nameCommitRuns, st.Commits.Runs)
 	count(nameInstancesPurged, st.Purged)
+
+	if p := st.Publish; p.Enabled {
+		count(nameSinkPublished, p.Published)
+		count(nameSinkFailures, p.Failures)
+		emit(nameSinkPending, prometheus.GaugeValue, float64(p.Pending))
+		emit(nameSinkLag, prometheus.GaugeValue, p.Lag.Seconds())
+		holding := 0.0
+		if p.Holding {
+			holding = 1
+		}
+		emit(nameSinkHolding, prometheus.GaugeValue, holding)
+	}
 }
 
 func (m *Metrics) collectQueries(ch chan<- prometheus.Metric, e *engine.Engine) {

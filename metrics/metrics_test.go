@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/enginetest"
 	"github.com/goxpdl/goxpdl/metrics"
+	"github.com/goxpdl/goxpdl/sink"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
 )
@@ -331,4 +334,73 @@ func TestHandlerServesTheTextFormat(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(body), `goxpdl_instances_finished_total{node="n1",outcome="completed",package="orders",process="order"} 1`)
 	require.Contains(t, string(body), `goxpdl_instance_duration_seconds_sum{node="n1",outcome="completed",package="orders",process="order"} 1`)
+}
+
+// The sink's metrics follow its failures and its backlog.
+func TestSinkMetrics(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	var (
+		mu   sync.Mutex
+		down = true
+		sent int
+	)
+	failed := make(chan struct{}, 1)
+	s := sink.Func(func(_ context.Context, msgs []sink.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
+			return errors.New("broker down")
+		}
+		sent += len(msgs)
+		return nil
+	})
+	h := enginetest.New(t, enginetest.WithStart(epoch),
+		enginetest.WithConfig(func(c *engine.Config) { c.Observer, c.Publish = m, s }))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	h.Deploy([]byte(xpdltest.Graph("A B", "A>B")))
+	started := h.Now()
+	id := h.Start("p", nil)
+	h.RunUntil(id, wftype.ProcessCompleted)
+	<-failed
+	e := h.Engine()
+	waitFor(t, func() bool { return e.Stats().Publish.Pending > 0 }) // the look after the failure
+	h.Clock().Advance(30 * time.Second)
+	require.GreaterOrEqual(t, value(t, reg, "goxpdl_sink_failures_total", nil), 1.0)
+	require.Positive(t, value(t, reg, "goxpdl_sink_pending_records", nil))
+	require.InDelta(t, h.Now().Sub(started).Seconds(), value(t, reg, "goxpdl_sink_lag_seconds", nil), 1e-9, "since the first record")
+	require.InDelta(t, 1.0, value(t, reg, "goxpdl_sink_publishing", nil), 0)
+	require.Zero(t, value(t, reg, "goxpdl_sink_published_total", nil))
+
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	h.Clock().Advance(time.Minute) // past the backoff
+	require.NoError(t, e.WaitPublished(h.Context()))
+	waitFor(t, func() bool { return e.Stats().Publish.Published > 0 }) // counted a moment after the delete
+	mu.Lock()
+	defer mu.Unlock()
+	require.InDelta(t, float64(sent), value(t, reg, "goxpdl_sink_published_total", nil), 0)
+	require.Zero(t, value(t, reg, "goxpdl_sink_pending_records", nil))
+	require.Zero(t, value(t, reg, "goxpdl_sink_lag_seconds", nil))
+}
+
+// waitFor waits until cond holds, looking every millisecond of the real
+// clock, until the test's context ends.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		tm := timer.Real().NewTimer(time.Millisecond)
+		select {
+		case <-t.Context().Done():
+			tm.Stop()
+			t.Fatalf("waiting: %v", t.Context().Err())
+		case <-tm.C():
+		}
+	}
 }

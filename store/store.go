@@ -58,6 +58,10 @@ const (
 // itself (each call is its own transaction) and by the transaction handed
 // to the function given to InTx.
 type Tx interface {
+	// Publications: the publication outbox and its leases
+	// (store/publication.go).
+	Publications
+
 	// InsertDefinition stores a new version of a package: its Version is
 	// one more than the highest version stored for the PackageID (1 for
 	// the first). The stored definition is returned.
@@ -302,7 +306,8 @@ type Tx interface {
 	// released. Releasing fences owner: its MarkEventsProcessed with
 	// Owner fails with ErrLeaseLost for those events. The batches owner
 	// holds (ClaimBatch) are released too (not counted), fencing its
-	// UpdateBatchProgress the same way.
+	// UpdateBatchProgress the same way, and so are its leases
+	// (AcquireLease), fencing its DeletePublications.
 	ReleaseClaims(ctx context.Context, owner string) (int64, error)
 	// ReleaseClaim gives up the claims of owner that run until exactly
 	// until on unprocessed events, so that they can be claimed at once,

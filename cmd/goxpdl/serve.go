@@ -26,11 +26,14 @@ import (
 	"github.com/goxpdl/goxpdl/internal/demo"
 	"github.com/goxpdl/goxpdl/internal/startstop"
 	"github.com/goxpdl/goxpdl/metrics"
+	"github.com/goxpdl/goxpdl/sink"
+	"github.com/goxpdl/goxpdl/sink/kafka"
+	"github.com/goxpdl/goxpdl/sink/nats"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 const serveUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE]
-                    [--read-only] [--demo] [--log-format text|json] [--log-level L]
+                    [--read-only] [--demo] [--publish URL] [--log-format text|json] [--log-level L]
                     [--script-memory SIZE] [--script-depth N] [--script-result SIZE]
                     [--script-result-total SIZE] [--condition-timeout D] [--script-timeout D]
 
@@ -64,6 +67,16 @@ Flags:
 	                    paper's use case) and keep starting instances of it,
 	                    with simulated people doing its work, so that the
 	                    pages show life
+	--publish URL       publish every record of every step (what goxpdl run
+	                    --trace prints) to a message broker, at least once,
+	                    in order per instance (see docs/sinks.md):
+	                    kafka://HOST:PORT[,HOST:PORT...][/TOPIC] or
+	                    nats://HOST:PORT[/SUBJECT][?stream=NAME] (JetStream;
+	                    the stream, GOXPDL by default, is created if
+	                    missing). A TOPIC or SUBJECT with {process} gives
+	                    one per process definition; the default is
+	                    goxpdl.records. A broker that is down holds no work
+	                    up: the records wait in the database
 	--log-format F      text (default) or json, on standard error
 	--log-level L       debug, info (default), warn or error
 ` + scriptFlagsUsage + `
@@ -76,7 +89,7 @@ file, a file or the database cannot be used, the address cannot be
 listened on, or the server failed.
 `
 
-const serveShortUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE] [--read-only] [--demo] [--log-format text|json] [--log-level L] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--script-result-total SIZE] [--condition-timeout D] [--script-timeout D]
+const serveShortUsage = `Usage: goxpdl serve [--db DSN] [--addr HOST:PORT] [--deploy FILE]... [--users FILE] [--read-only] [--demo] [--publish URL] [--log-format text|json] [--log-level L] [--script-memory SIZE] [--script-depth N] [--script-result SIZE] [--script-result-total SIZE] [--condition-timeout D] [--script-timeout D]
 Run "goxpdl help serve" for details.
 `
 
@@ -90,6 +103,7 @@ const shutdownGrace = 30 * time.Second
 // serveOptions are serve's flags.
 type serveOptions struct {
 	db, addr, users       string
+	publish               string
 	logFormat, logLevel   string
 	deploy                listFlags
 	readOnly, demoEnabled bool
@@ -109,6 +123,7 @@ func runServe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.users, "users", "", "users file")
 	fs.BoolVar(&o.readOnly, "read-only", false, "refuse every action")
 	fs.BoolVar(&o.demoEnabled, "demo", false, "run the demo")
+	fs.StringVar(&o.publish, "publish", "", "kafka://... or nats://...")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text|json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug|info|warn|error")
 	o.limits.register(fs)
@@ -168,6 +183,13 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) int {
 		}
 	}
 
+	publish, closeSink, err := openSink(o.publish)
+	if err != nil {
+		printErr(stderr, "goxpdl serve: --publish: %v\n", err)
+		return exitUsage
+	}
+	defer closeSink() // after the engine stopped (deferred below)
+
 	db, closeDB, err := openDB(o.db)
 	if err != nil {
 		printErr(stderr, "goxpdl serve: %v\n", err)
@@ -175,7 +197,7 @@ func serve(ctx context.Context, o serveOptions, stdout, stderr io.Writer) int {
 	}
 	defer closeDB()
 	observed := metrics.New(metrics.WithLogger(logger))
-	cfg := engine.Config{DB: db, Logger: logger, NoOpUnboundApplications: true, Observer: observed}
+	cfg := engine.Config{DB: db, Logger: logger, NoOpUnboundApplications: true, Observer: observed, Publish: publish}
 	o.limits.apply(&cfg)
 	e, err := engine.New(cfg)
 	if err != nil {
@@ -422,4 +444,35 @@ func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// openSink returns the sink of a --publish URL and the func that closes
+// it; none for "".
+func openSink(raw string) (sink.Sink, func(), error) {
+	scheme, _, _ := strings.Cut(raw, "://")
+	switch {
+	case raw == "":
+		return nil, func() {}, nil
+	case scheme == "kafka":
+		cfg, err := kafka.ParseURL(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := kafka.New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	case scheme == "nats":
+		cfg, err := nats.ParseURL(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := nats.New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	}
+	return nil, nil, fmt.Errorf("%q: want kafka://HOST:PORT[/TOPIC] or nats://HOST:PORT[/SUBJECT]", raw)
 }

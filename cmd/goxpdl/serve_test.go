@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,13 +21,18 @@ import (
 	"testing"
 	"time"
 
+	natsio "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/goxpdl/goxpdl/console/users"
 	"github.com/goxpdl/goxpdl/internal/demo"
 	"github.com/goxpdl/goxpdl/store/dbtest"
 	"github.com/goxpdl/goxpdl/store/gormstore"
+	"github.com/goxpdl/goxpdl/timer"
 )
 
 // serveDBs are the databases serve is tested on, as --db values: a
@@ -363,6 +370,9 @@ func TestServeRefuses(t *testing.T) {
 		{serveOptions{db: "postgres://x"}, exitUsage, "--db"},
 		{serveOptions{logFormat: "xml"}, exitUsage, `--log-format "xml": want text or json`},
 		{serveOptions{logLevel: "loud"}, exitUsage, `--log-level "loud"`},
+		{serveOptions{publish: "amqp://127.0.0.1:5672"}, exitUsage, "--publish: \"amqp://127.0.0.1:5672\": want kafka://"},
+		{serveOptions{publish: "kafka:///t"}, exitUsage, "--publish: kafka sink: bad configuration"},
+		{serveOptions{publish: "nats://h:1/s?stream=X&acks=1"}, exitUsage, "--publish: nats sink: bad configuration"},
 	} {
 		o := tc.o
 		if o.addr == "" {
@@ -403,4 +413,78 @@ func TestServeStopsOnSignal(t *testing.T) { //nolint:paralleltest // it signals 
 			require.Contains(t, stderr.String(), `msg="serve: stopping" cause="`+sig.String()+` signal received"`)
 		})
 	}
+}
+
+// --publish kafka://... publishes the records of every step to Kafka,
+// here franz-go's in-process cluster, one topic per process definition.
+func TestServePublishesToKafka(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	s := startServe(t, serveOptions{demoEnabled: true, demo: demo.Config{StartEvery: time.Hour},
+		publish: "kafka://" + strings.Join(c.ListenAddrs(), ",") + "/wf.{process}"})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("wf.assessment"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	var first *kgo.Record
+	for first == nil {
+		fs := cl.PollFetches(t.Context())
+		require.NoError(t, t.Context().Err())
+		fs.EachRecord(func(r *kgo.Record) {
+			if first == nil {
+				first = r
+			}
+		})
+	}
+	var rec struct{ Type, Process string }
+	require.NoError(t, json.Unmarshal(first.Value, &rec))
+	require.Equal(t, "process.started", rec.Type, "the demo's first instance starts")
+	require.Equal(t, "assessment", rec.Process)
+	require.Equal(t, exitOK, s.stop(), s.stderr.String())
+}
+
+// --publish nats://... publishes to JetStream, into the stream it names
+// (created if missing). It needs a NATS server, as sink/nats's tests do.
+func TestServePublishesToNATS(t *testing.T) {
+	t.Parallel()
+	u := os.Getenv("GOXPDL_NATS_URL")
+	if u == "" {
+		u = "nats://127.0.0.1:4222"
+	}
+	nc, err := natsio.Connect(u, natsio.Timeout(5*time.Second))
+	if err != nil {
+		if os.Getenv("GOXPDL_REQUIRE_NATS") != "" {
+			t.Fatalf("GOXPDL_REQUIRE_NATS is set but no NATS server answers at %s: %v", u, err)
+		}
+		t.Skipf("no NATS server at %s: %v", u, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	id := strings.ToLower(rand.Text()[:12])
+	stream := "GOXPDL_SERVE_" + strings.ToUpper(id)
+	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), stream) })
+
+	s := startServe(t, serveOptions{demoEnabled: true, demo: demo.Config{StartEvery: time.Hour},
+		publish: u + "/serve_" + id + ".{process}?stream=" + stream})
+	var msg *jetstream.RawStreamMsg
+	for msg == nil {
+		require.NoError(t, t.Context().Err())
+		st, err := js.Stream(t.Context(), stream)
+		if err == nil {
+			msg, err = st.GetMsg(t.Context(), 1)
+		}
+		// The stream is created at the first publish.
+		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrMsgNotFound) {
+			tm := timer.Real().NewTimer(time.Millisecond)
+			<-tm.C()
+			continue
+		}
+		require.NoError(t, err)
+	}
+	require.Equal(t, "serve_"+id+".assessment", msg.Subject)
+	require.Equal(t, "process.started", msg.Header.Get("goxpdl-type"))
+	require.Equal(t, exitOK, s.stop(), s.stderr.String())
 }

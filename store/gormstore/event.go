@@ -216,6 +216,9 @@ func (s *Store) ReleaseClaims(ctx context.Context, owner string) (int64, error) 
 	if err := s.releaseBatches(ctx, owner); err != nil {
 		return 0, err
 	}
+	if err := s.releaseLeases(ctx, owner); err != nil {
+		return 0, err
+	}
 	return res.RowsAffected, nil
 }
 

@@ -432,8 +432,9 @@ func (s *Store) statementVerb(verb, table string) string {
 // the engine appends to them on every step, and they have no unique key
 // a caller could expect to collide with (history and count delta IDs are
 // generated; activity instance IDs are made by the engine's allocator,
-// unique by construction).
-var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances: true, tableInstanceCountDeltas: true}
+// unique by construction; so are publication IDs, and their order keys
+// by the instance's version fence).
+var failFastTables = map[string]bool{tableHistory: true, tableActivityInstances: true, tableInstanceCountDeltas: true, tablePublications: true}
 
 // requireTime rejects the zero time, which MySQL in strict mode refuses
 // and SQLite would keep: a zero timestamp is a caller that forgot its

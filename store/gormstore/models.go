@@ -382,6 +382,8 @@ var allModels = []any{
 	&instanceCountModel{},
 	&instanceCountDeltaModel{},
 	&idNodeModel{},
+	&publicationModel{},
+	&leaseModel{},
 }
 
 // Conversions. Writes go through dbTime/dbBytes, reads through

@@ -35,8 +35,9 @@ var purgeTables = []string{
 // keptTables name process instances (in an instance_id column) without
 // belonging to them, and keep their rows when the instances are purged:
 // the audit log of operator commands outlives what it audits, as an
-// audit trail must (docs/operations.md, "Audit").
-var keptTables = []string{tableAudit}
+// audit trail must (docs/operations.md, "Audit"); the records waiting
+// for the sink are published whatever became of their instance.
+var keptTables = []string{tableAudit, tablePublications}
 
 // purgeChunk is the most ids one IN list of a purge carries.
 const purgeChunk = 500

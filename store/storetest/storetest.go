@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Purge", h.testPurge)
 	t.Run("Audit", h.testAudit)
 	t.Run("Counts", h.testCounts)
+	t.Run("Publication", h.testPublications)
 }
 
 type harness struct {
