@@ -153,18 +153,10 @@ func PostgresDSN(tb testing.TB) string {
 	return dsn
 }
 
-// OpenPostgres creates a schema goxpdl_t_<random> in the database named
-// by GOXPDL_POSTGRES_DSN, opens the database with that schema first on
-// its search_path (so that goxpdl's tables are made there), and drops the
-// schema when the test ends. It skips the test when the variable is not
-// set.
-//
-// A schema rather than a database per test: creating a database copies
-// its template (0.3 to 0.6 s each here, a schema 10 ms), and goxpdl's
-// tables live in whatever schema the host's connection uses. .ci/run
-// creates the database with a linguistic collation (ICU en-US, which
-// sorts "a" before "B"), so that goxpdl's sorting of text is checked not
-// to depend on the host's database (CreatePostgresDatabase).
+// OpenPostgres opens a fresh schema of the database named by
+// GOXPDL_POSTGRES_DSN (PostgresURL), in which goxpdl's tables are made,
+// and closes it when the test ends. It skips the test when the variable
+// is not set.
 func OpenPostgres(tb testing.TB) *gorm.DB {
 	tb.Helper()
 	return OpenPostgresOpts(tb, gormstore.OpenOpts{})
@@ -173,6 +165,26 @@ func OpenPostgres(tb testing.TB) *gorm.DB {
 // OpenPostgresOpts is OpenPostgres with gormstore's options (a connector
 // wrapper).
 func OpenPostgresOpts(tb testing.TB, opts gormstore.OpenOpts) *gorm.DB {
+	tb.Helper()
+	db, err := gormstore.OpenPostgresOpts(PostgresURL(tb), opts)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { closeDB(tb, db) }) // runs before the DROP
+	return db
+}
+
+// PostgresURL creates a schema goxpdl_t_<random> in the database named
+// by GOXPDL_POSTGRES_DSN and returns that URL with the schema first on
+// its search_path, so that goxpdl's tables are made there (a --db value);
+// the schema is dropped, with what it holds, when the test ends. It skips
+// the test when the variable is not set.
+//
+// A schema rather than a database per test: creating a database copies
+// its template (0.3 to 0.6 s each here, a schema 10 ms), and goxpdl's
+// tables live in whatever schema the host's connection uses. .ci/run
+// creates the database with a linguistic collation (ICU en-US, which
+// sorts "a" before "B"), so that goxpdl's sorting of text is checked not
+// to depend on the host's database (CreatePostgresDatabase).
+func PostgresURL(tb testing.TB) string {
 	tb.Helper()
 	dsn := PostgresDSN(tb)
 	name := "goxpdl_t_" + strings.ToLower(rand.Text())
@@ -185,10 +197,7 @@ func OpenPostgresOpts(tb testing.TB, opts gormstore.OpenOpts) *gorm.DB {
 	q := u.Query()
 	q.Set("search_path", name)
 	u.RawQuery = q.Encode()
-	db, err := gormstore.OpenPostgresOpts(u.String(), opts)
-	require.NoError(tb, err)
-	tb.Cleanup(func() { closeDB(tb, db) }) // runs before the DROP
-	return db
+	return u.String()
 }
 
 // PostgresDatabaseURL returns dsn, a PostgreSQL URL, naming database
