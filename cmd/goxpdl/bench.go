@@ -58,7 +58,8 @@ Flags:
 	                    (default: the one of the first file that no other
 	                    process in its package uses as a subflow)
 	--db DSN            default: in-memory SQLite.
-	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
+	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB |
+	                    postgres://USER:PASS@HOST:PORT/DB
 	                    The engine's tables are created if missing; the
 	                    instances stay in the database afterwards.
 	--instances N       process instances to run (default 1000)
