@@ -58,7 +58,8 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 
 # The adversarial suite, long: the randomised run with ADVERSARY_SEEDS seeds
 # of ADVERSARY_OPS operations on SQLite (a quarter of the seeds on
-# MySQL/MariaDB when GOXPDL_MYSQL_DSN is set), and the named scenarios
+# MySQL/MariaDB when GOXPDL_MYSQL_DSN is set, and on PostgreSQL when
+# GOXPDL_POSTGRES_DSN is), and the named scenarios
 # (docs/testing.md). A failure prints its seed and how to run it again.
 ADVERSARY_SEEDS ?= 200
 ADVERSARY_OPS ?= 1000
