@@ -846,6 +846,9 @@ func measureBaseline(ctx context.Context, db *gorm.DB, clock timer.Clock, c int,
 		return 0, fmt.Errorf("create %s: %w", baselineTable, err)
 	}
 	insert := "INSERT INTO " + baselineTable + " (worker, n) VALUES (?, ?)"
+	if db.Name() == "postgres" { // straight to the driver: its placeholders
+		insert = "INSERT INTO " + baselineTable + " (worker, n) VALUES ($1, $2)"
+	}
 	var commits atomic.Int64
 	var wg sync.WaitGroup
 	var once sync.Once
