@@ -227,15 +227,17 @@ func (r *run) offer(a *act) error {
 	if len(a.def.Performers) > 0 {
 		performer = a.def.Performers[0]
 	}
-	item := store.WorkItem{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID,
-		Name: a.def.Name, State: string(workitem.Offered), Performer: performer, Assignees: assignees,
-		Priority: priority(a.def.Priority), DueAt: a.dueAt, CreatedAt: r.now, UpdatedAt: r.now,
-	}
-	wi, err := r.tx.InsertWorkItem(r.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: assignees})
+	id, err := r.idNow()
 	if err != nil {
 		return err
 	}
+	item := store.WorkItem{
+		ID: id, ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID, ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID,
+		Name: a.def.Name, State: string(workitem.Offered), Performer: performer, Assignees: assignees,
+		Priority: priority(a.def.Priority), DueAt: a.dueAt, CreatedAt: r.now, UpdatedAt: r.now,
+	}
+	r.stageItem(&item, true)
+	wi := item
 	aid, wid := a.row.ID, wi.ID
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
@@ -568,7 +570,7 @@ func (r *run) moveOpenItems(cmd workitem.Command) error {
 
 // moveItems applies cmd to the work items filter selects that accept it.
 func (r *run) moveItems(cmd workitem.Command, filter store.ListWorkItemsParams) error {
-	items, err := r.tx.ListWorkItems(r.ctx, filter)
+	items, err := r.listItems(filter)
 	if err != nil {
 		return err
 	}

@@ -211,7 +211,8 @@ func (r *run) requireOpen(id int64, cmd string) error {
 }
 
 // receivers lists the events waiting for signal name, of one instance or
-// of all (instance 0).
+// of all (instance 0): those stored, and those this run and the subflow
+// instances it created subscribed (written at flush).
 func (r *run) receivers(name string, instance int64) ([]store.Subscription, error) {
 	subs, err := r.tx.ListSubscriptions(r.ctx, store.ListSubscriptionsParams{
 		Kind: subSignal, Name: name, ProcessInstanceID: instance, Limit: maxReceivers + 1,
@@ -219,6 +220,14 @@ func (r *run) receivers(name string, instance int64) ([]store.Subscription, erro
 	if err != nil {
 		return nil, err
 	}
+	subs = slices.DeleteFunc(subs, r.unsubscribed)
+	r.eachRun(func(run *run) {
+		for _, s := range run.subs {
+			if s.Name == name && (instance == 0 || s.ProcessInstanceID == instance) {
+				subs = append(subs, s)
+			}
+		}
+	})
 	if len(subs) > maxReceivers {
 		return nil, fmt.Errorf("%w: signal %s has more than %d", ErrTooManyReceivers, name, maxReceivers)
 	}
@@ -281,8 +290,12 @@ func (r *run) rememberSignal(id string, vars []byte, b Broadcast) error {
 		state, reason = store.InboxExpired, fmt.Sprintf("signal %s: no event was waiting for it", b.Name)
 	}
 	end := r.now
-	_, err := r.tx.InsertInboxMessage(r.ctx, store.InboxMessage{
-		MessageID: id, Kind: inboxSignal, ActivityDefID: b.Name, User: r.actor,
+	rowID, err := r.idNow()
+	if err != nil {
+		return err
+	}
+	_, err = r.tx.InsertInboxMessage(r.ctx, store.InboxMessage{
+		ID: rowID, MessageID: id, Kind: inboxSignal, ActivityDefID: b.Name, User: r.actor,
 		Payload: mustJSON(signalRecord{Variables: vars, Receivers: b.Receivers}),
 		State:   state, Reason: reason, CreatedAt: r.now, EndedAt: &end,
 	})
@@ -312,9 +325,7 @@ func (r *run) signalDelivered(p payload) error {
 	if a == nil || a.row.State != string(wftype.ActivityWaiting) || !isSignalCatch(a.def) || a.def.Event.Ref != p.Signal.Name {
 		return nil
 	}
-	if err := r.unsubscribe(a); err != nil {
-		return err
-	}
+	r.unsubscribe(a)
 	vars, err := decodeOutputs(p.Signal.Variables)
 	if err != nil {
 		return err
@@ -376,7 +387,7 @@ func (r *run) armTrigger(a *act) error {
 		_, err := r.consumeInbox(a, func(msg *store.InboxMessage) error { return r.catchMessage(msg, a) })
 		return err
 	case isSignalCatch(a.def):
-		return r.subscribe(a)
+		r.subscribe(a)
 	}
 	return nil
 }
@@ -429,45 +440,78 @@ func (r *run) catchPending() error {
 	return nil
 }
 
-// subscribe records that a waits for its signal.
-func (r *run) subscribe(a *act) error {
-	_, err := r.tx.InsertSubscriptions(r.ctx, []store.Subscription{{
-		Kind: subSignal, Name: a.def.Event.Ref, ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID,
+// subscribe records that a waits for its signal; flush writes the
+// subscription.
+func (r *run) subscribe(a *act) {
+	r.subs = append(r.subs, store.Subscription{
+		ID: r.newID(), Kind: subSignal, Name: a.def.Event.Ref, ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID,
 		ActivityDefID: a.def.ID, CreatedAt: r.now,
-	}})
-	return err
-}
-
-// unsubscribe drops a's subscription.
-func (r *run) unsubscribe(a *act) error {
-	_, err := r.tx.DeleteSubscriptions(r.ctx, store.DeleteSubscriptionsParams{
-		ProcessInstanceID: r.pi.ID, ActivityInstanceIDs: []int64{a.row.ID},
 	})
-	return err
 }
 
-// flushSubscriptions drops the subscriptions of signal events that
-// stopped waiting in this run (completed, withdrawn, failed), and all of
-// a finished instance's.
+// unsubscribe drops a's subscription: one this run made goes unwritten,
+// a stored one is deleted at flush.
+func (r *run) unsubscribe(a *act) {
+	before := len(r.subs)
+	r.subs = slices.DeleteFunc(r.subs, func(s store.Subscription) bool { return s.ActivityInstanceID == a.row.ID })
+	if len(r.subs) == before {
+		r.unsubs = append(r.unsubs, a.row.ID)
+	}
+}
+
+// unsubscribed reports that s, a stored subscription, is one this run
+// dropped.
+func (r *run) unsubscribed(s store.Subscription) bool {
+	return s.ProcessInstanceID == r.pi.ID && slices.Contains(r.unsubs, s.ActivityInstanceID)
+}
+
+// eachRun calls fn with r and, depth first, the subflow runs it created.
+func (r *run) eachRun(fn func(*run)) {
+	fn(r)
+	for _, c := range r.children {
+		c.eachRun(fn)
+	}
+}
+
+// flushSubscriptions writes the subscriptions the run made, and drops
+// those of signal events that stopped waiting in this run (caught,
+// completed, withdrawn, failed), or all of a finished instance's.
 func (r *run) flushSubscriptions() error {
 	if r.proc == nil || r.dep == nil || !r.dep.signalled[r.proc.ID] {
 		return nil
 	}
+	if r.idErr != nil {
+		return r.idErr
+	}
 	if r.state().IsFinal() {
+		r.subs, r.unsubs = nil, nil
 		_, err := r.tx.DeleteSubscriptions(r.ctx, store.DeleteSubscriptionsParams{ProcessInstanceID: r.pi.ID})
 		return err
 	}
-	var done []int64
+	var live []store.Subscription
+	for _, s := range r.subs {
+		if a := r.activity(s.ActivityInstanceID); a != nil && a.row.State == string(wftype.ActivityWaiting) {
+			live = append(live, s) // still waiting: a stopped one's subscription is never written
+		}
+	}
+	done := r.unsubs
 	for _, a := range r.acts {
 		if a.stored && isSignalCatch(a.def) &&
-			(a.finishedNow || a.row.State == string(wftype.ActivityAbnormal)) {
+			(a.finishedNow || a.row.State == string(wftype.ActivityAbnormal)) && !slices.Contains(done, a.row.ID) {
 			done = append(done, a.row.ID)
 		}
 	}
-	if len(done) == 0 {
+	r.subs, r.unsubs = nil, nil
+	if len(done) > 0 {
+		_, err := r.tx.DeleteSubscriptions(r.ctx, store.DeleteSubscriptionsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceIDs: done})
+		if err != nil {
+			return err
+		}
+	}
+	if len(live) == 0 {
 		return nil
 	}
-	_, err := r.tx.DeleteSubscriptions(r.ctx, store.DeleteSubscriptionsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceIDs: done})
+	_, err := r.tx.InsertSubscriptions(r.ctx, live)
 	return err
 }
 

@@ -63,6 +63,9 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 	if ev.Kind == evNotify {
 		return EventDone, e.notify(ctx, ev, p)
 	}
+	// The rows this step writes sort after the event that caused it, even
+	// when the node that published it runs its clock ahead of this one's.
+	e.ids.Observe(ev.ID)
 	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
 		r.attempt = ev.Attempts

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/goxpdl/goxpdl/store"
@@ -191,6 +192,9 @@ func (r *run) send(m Message) (Delivery, error) {
 			}
 		}
 	}
+	if msg.ID, err = r.idNow(); err != nil {
+		return Delivery{}, err
+	}
 	stored, err := r.tx.InsertInboxMessage(r.ctx, msg)
 	if err != nil {
 		return Delivery{}, err
@@ -210,7 +214,7 @@ func (r *run) waiting(id string) *act {
 
 // openItem returns the open work item of a waiting activity.
 func (r *run) openItem(a *act) (store.WorkItem, error) {
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID})
+	items, err := r.listItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID})
 	if err != nil {
 		return store.WorkItem{}, err
 	}
@@ -252,13 +256,13 @@ func (r *run) applyInbox(a *act, wi store.WorkItem) (bool, error) {
 // out, and those apply refuses for their content (a user not allowed, a
 // value of the wrong type or for no variable), expire with the reason.
 func (r *run) consumeInbox(a *act, apply func(msg *store.InboxMessage) error) (bool, error) {
-	byID, err := r.tx.ListInbox(r.ctx, store.ListInboxParams{
+	byID, err := r.pendingMessages(store.ListInboxParams{
 		ProcessInstanceID: r.pi.ID, ActivityDefID: a.def.ID, States: []string{store.InboxPending}, Limit: 100,
 	})
 	if err != nil {
 		return false, err
 	}
-	byData, err := r.tx.ListInbox(r.ctx, store.ListInboxParams{
+	byData, err := r.pendingMessages(store.ListInboxParams{
 		ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID, States: []string{store.InboxPending}, Unmatched: true, Limit: 100,
 	})
 	if err != nil {
@@ -285,10 +289,11 @@ func (r *run) consumeInbox(a *act, apply func(msg *store.InboxMessage) error) (b
 			}
 			return false, err
 		}
-		return true, r.tx.UpdateInboxMessage(r.ctx, store.UpdateInboxMessageParams{
+		r.inboxEnds = append(r.inboxEnds, store.UpdateInboxMessageParams{
 			ID: msg.ID, ExpectedState: store.InboxPending, State: msg.State, Reason: msg.Reason,
 			ProcessInstanceID: r.pi.ID, EndedAt: msg.EndedAt,
 		})
+		return true, nil
 	}
 	return false, nil
 }
@@ -310,7 +315,7 @@ func (r *run) matches(msg store.InboxMessage) bool {
 // expireInbox expires the messages still waiting for this instance, which
 // has finished.
 func (r *run) expireInbox() error {
-	pending, err := r.tx.ListInbox(r.ctx, store.ListInboxParams{ProcessInstanceID: r.pi.ID, States: []string{store.InboxPending}, Limit: 1000})
+	pending, err := r.pendingMessages(store.ListInboxParams{ProcessInstanceID: r.pi.ID, States: []string{store.InboxPending}, Limit: 1000})
 	if err != nil {
 		return err
 	}
@@ -323,12 +328,40 @@ func (r *run) expireInbox() error {
 	return nil
 }
 
+// endMessage ends a pending message (expired, with the reason) at flush.
 func (r *run) endMessage(msg store.InboxMessage, state, reason string) error {
 	end := r.now
-	return r.tx.UpdateInboxMessage(r.ctx, store.UpdateInboxMessageParams{
+	r.inboxEnds = append(r.inboxEnds, store.UpdateInboxMessageParams{
 		ID: msg.ID, ExpectedState: store.InboxPending, State: state, Reason: reason,
 		ProcessInstanceID: msg.ProcessInstanceID, EndedAt: &end,
 	})
+	return nil
+}
+
+// pendingMessages lists the pending messages params selects, but those
+// this run has ended already (written at flush).
+func (r *run) pendingMessages(params store.ListInboxParams) ([]store.InboxMessage, error) {
+	msgs, err := r.tx.ListInbox(r.ctx, params)
+	if err != nil || len(r.inboxEnds) == 0 {
+		return msgs, err
+	}
+	return slices.DeleteFunc(msgs, func(m store.InboxMessage) bool {
+		return slices.ContainsFunc(r.inboxEnds, func(u store.UpdateInboxMessageParams) bool { return u.ID == m.ID })
+	}), nil
+}
+
+// flushInbox writes the ends of the pending messages the run applied or
+// expired, each fenced by its state: a message another transaction took
+// meanwhile fails it with store.ErrConflict (and the run is tried
+// again).
+func (r *run) flushInbox() error {
+	for _, u := range r.inboxEnds {
+		if err := r.tx.UpdateInboxMessage(r.ctx, u); err != nil {
+			return fmt.Errorf("inbox message %d: %w", u.ID, err)
+		}
+	}
+	r.inboxEnds = nil
+	return nil
 }
 
 // Inbox returns a message by id.

@@ -162,7 +162,7 @@ func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user s
 		if err := r.movable("withdraw"); err != nil {
 			return err
 		}
-		wi, err := r.tx.GetWorkItem(r.ctx, item)
+		wi, err := r.getItem(item)
 		if err != nil {
 			return err
 		}
@@ -354,7 +354,7 @@ func (r *run) lastCompleted(def string) (store.ActivityInstance, error) {
 // completedBy is the user who completed the work item of activity
 // instance id; "" when it had none.
 func (r *run) completedBy(id int64) (string, error) {
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: id, States: []string{string(workitem.Completed)}})
+	items, err := r.listItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: id, States: []string{string(workitem.Completed)}})
 	if err != nil {
 		return "", err
 	}
@@ -393,7 +393,7 @@ func (r *run) successorsOf(id int64) ([]int64, error) {
 		switch wftype.ActivityState(a.State) {
 		case wftype.ActivityInitiated:
 		case wftype.ActivityInActive:
-			items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.ID})
+			items, err := r.listItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.ID})
 			if err != nil {
 				return nil, err
 			}

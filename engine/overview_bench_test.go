@@ -229,7 +229,7 @@ func loadConsoleData(ctx context.Context, b *testing.B, e *engine.Engine, n int)
 					Attempt: 1, CreatedAt: pi.CreatedAt, UpdatedAt: pi.CreatedAt,
 				})
 				timerRows = append(timerRows, store.Timer{
-					ProcessInstanceID: pi.ID, DefinitionID: pi.DefinitionID, Kind: "deadline", Key: "0",
+					ID: int64(len(timerRows) + 1), ProcessInstanceID: pi.ID, DefinitionID: pi.DefinitionID, Kind: "deadline", Key: "0",
 					State: store.TimerPending, DueAt: consoleNow.Add(time.Duration(i%1000-3) * time.Minute), CreatedAt: pi.CreatedAt,
 				})
 				if state == wftype.ProcessRunning && i%53 == 0 {

@@ -72,11 +72,20 @@ type run struct {
 	inline    []*act // activities of activity sets to start in this transaction
 	children  []*run // subflow instances this run created
 	published []store.Event
-	flushed   bool                           // flush wrote the instance
-	inserted  *store.ProcessInstance         // the instance as this run inserted it, if it did
-	timers    []store.Timer                  // timers to arm at flush
-	incidents []pendingIncident              // incidents to open at flush
-	resolved  []store.ResolveIncidentsParams // incidents to resolve at flush
+	flushed   bool                             // flush wrote the instance
+	inserted  *store.ProcessInstance           // the instance as this run inserted it, if it did
+	timers    []store.Timer                    // timers to arm at flush
+	items     map[int64]*stagedItem            // work items to write at flush (itemstage.go)
+	itemOrder []int64                          // the IDs of items, in the order the run first touched them
+	subs      []store.Subscription             // signal subscriptions to write at flush
+	unsubs    []int64                          // activity instances whose stored subscription flush deletes
+	inboxEnds []store.UpdateInboxMessageParams // pending inbox messages the run applied or expired, written at flush
+	// spentTimers are the timers that fired in this run, and timerSwitch
+	// pauses or resumes the instance's stored timers: both at flush.
+	spentTimers []int64
+	timerSwitch string
+	incidents   []pendingIncident              // incidents to open at flush
+	resolved    []store.ResolveIncidentsParams // incidents to resolve at flush
 	// skipping is the activity an operator's skip is routing on
 	// (SkipActivity); a failure to route it refuses the skip.
 	skipping *act
@@ -242,6 +251,7 @@ func (r *run) loadFrom(id int64, useCache bool) error {
 		}
 		a.stored = true
 		r.acts = append(r.acts, a)
+		r.e.ids.Observe(row.ID) // see Engine.process
 	}
 	return nil
 }
@@ -451,6 +461,13 @@ func (r *run) newID() int64 {
 	return id
 }
 
+// idNow is newID for a row written at once rather than at flush: it
+// returns the allocator's error (the run's first) instead of 0.
+func (r *run) idNow() (int64, error) {
+	id := r.newID()
+	return id, r.idErr
+}
+
 // createActivity creates an Initiated instance of def in scope sc and
 // schedules its start: by an event (its own transaction) at the top level,
 // in this transaction inside an activity set. The row is written at flush.
@@ -613,6 +630,12 @@ func (r *run) flush(hosted bool) error {
 	if err := r.flushActivities(); err != nil {
 		return err
 	}
+	if err := r.flushItems(); err != nil {
+		return err
+	}
+	if err := r.flushInbox(); err != nil {
+		return err
+	}
 	r.emitNotifications(r.records[:own])
 	if err := r.flushVars(); err != nil {
 		return err
@@ -628,6 +651,12 @@ func (r *run) flush(hosted bool) error {
 	}
 	r.observed = append(r.observed, r.finishing...)
 	r.finishing = nil
+	for i := range r.history {
+		r.history[i].ID = r.newID() // in the order the run made them
+	}
+	if r.idErr != nil {
+		return r.idErr
+	}
 	if err := r.tx.InsertHistory(r.ctx, r.history); err != nil {
 		return err
 	}

@@ -118,6 +118,9 @@ func (e *Engine) replaceStartTimers(ctx context.Context, tx store.Tx, d *deploym
 	}
 	for i := range armed {
 		armed[i].DefinitionID = d.def.ID
+		if armed[i].ID, err = e.ids.Next(ctx); err != nil {
+			return err
+		}
 	}
 	if len(armed) == 0 {
 		return nil
@@ -171,8 +174,11 @@ func (e *Engine) fireStartTimer(ctx context.Context, tx store.Tx, t store.Timer)
 	if c, ok := e.startCycle(ev); ok {
 		if due, fired, more := c.Upcoming(p.Since, t.Count+1, child.now); more {
 			again := t
-			again.ID, again.State, again.DueAt, again.Count, again.FiredAt = 0, store.TimerPending, due, fired, nil
+			again.State, again.DueAt, again.Count, again.FiredAt = store.TimerPending, due, fired, nil
 			again.CreatedAt = child.now
+			if again.ID, err = e.ids.Next(ctx); err != nil {
+				return nil, err
+			}
 			if _, err := tx.InsertTimers(ctx, []store.Timer{again}); err != nil {
 				return nil, err
 			}

@@ -378,10 +378,14 @@ func (e *Engine) timeAt(ctx context.Context, now time.Time, text string, vars fu
 	return now.Add(time.Duration(ms * float64(time.Millisecond))), true, nil
 }
 
-// flushTimers writes the run's timer changes: activities that completed
-// lose their pending timers, a finished process loses all of its, and
-// the new ones are inserted.
+// flushTimers writes the run's timer changes: the timers that fired go,
+// a suspended or resumed instance's are paused or resumed, activities
+// that completed lose their pending timers, a finished process loses all
+// of its, and the new ones are inserted.
 func (r *run) flushTimers() error {
+	if err := r.flushTimerSwitch(); err != nil {
+		return err
+	}
 	if r.timedProc() {
 		if r.state().IsFinal() {
 			if _, err := r.tx.DeleteTimers(r.ctx, store.DeleteTimersParams{ProcessInstanceID: r.pi.ID}); err != nil {
@@ -410,10 +414,14 @@ func (r *run) flushTimers() error {
 	if len(r.timers) == 0 {
 		return nil
 	}
-	if r.state() == wftype.ProcessSuspended {
-		for i := range r.timers {
+	for i := range r.timers {
+		r.timers[i].ID = r.newID() // a re-armed timer's row is a new one
+		if r.state() == wftype.ProcessSuspended {
 			r.timers[i].State = store.TimerPaused
 		}
+	}
+	if r.idErr != nil {
+		return r.idErr
 	}
 	_, err := r.tx.InsertTimers(r.ctx, r.timers)
 	return err
@@ -519,11 +527,9 @@ func (r *run) timerFired(id int64) error {
 	if t.ProcessInstanceID != r.pi.ID || t.State != store.TimerFired {
 		return nil
 	}
-	// The timer is spent: its row goes with this transaction, whatever
-	// the firing does.
-	if _, err := r.tx.DeleteTimers(r.ctx, store.DeleteTimersParams{ProcessInstanceID: r.pi.ID, IDs: []int64{t.ID}}); err != nil {
-		return err
-	}
+	// The timer is spent: its row goes with this transaction (at flush),
+	// whatever the firing does.
+	r.spentTimers = append(r.spentTimers, t.ID)
 	switch r.state() {
 	case wftype.ProcessRunning:
 	case wftype.ProcessSuspended:
@@ -825,7 +831,7 @@ func (r *run) escalate(a *act, p resource.Participant) error {
 	principal := string(kind) + ":" + p.ID
 	filter := openItems(r.pi.ID)
 	filter.ActivityInstanceID = a.row.ID
-	items, err := r.tx.ListWorkItems(r.ctx, filter)
+	items, err := r.listItems(filter)
 	if err != nil {
 		return err
 	}
@@ -845,23 +851,52 @@ func (r *run) escalate(a *act, p resource.Participant) error {
 
 // pauseTimers and resumeTimers keep a suspended process's timers from
 // firing; a resumed timer keeps the time it had left.
+// Both are written at flush, before the timers the run arms.
 func (r *run) pauseTimers() error {
-	if !r.timedProc() {
-		return nil
-	}
-	_, err := r.tx.PauseTimers(r.ctx, store.PauseTimersParams{ProcessInstanceID: r.pi.ID, At: r.now})
-	return err
+	r.timerSwitch = timersPause
+	return nil
 }
 
 func (r *run) resumeTimers() error {
+	r.timerSwitch = timersResume
+	return nil
+}
+
+// How flush switches the instance's stored timers (run.timerSwitch).
+const (
+	timersPause  = "pause"
+	timersResume = "resume"
+)
+
+// flushTimerSwitch deletes the timers that fired in this run and pauses
+// or resumes the stored ones.
+func (r *run) flushTimerSwitch() error {
+	if len(r.spentTimers) > 0 {
+		if _, err := r.tx.DeleteTimers(r.ctx, store.DeleteTimersParams{ProcessInstanceID: r.pi.ID, IDs: r.spentTimers}); err != nil {
+			return err
+		}
+		r.spentTimers = nil
+	}
 	if !r.timedProc() {
+		r.timerSwitch = ""
 		return nil
 	}
-	n, err := r.tx.ResumeTimers(r.ctx, store.ResumeTimersParams{ProcessInstanceID: r.pi.ID, At: r.now})
-	if n > 0 {
-		r.nextDue = r.now // wake the service to plan again
+	switch r.timerSwitch {
+	case timersPause:
+		if _, err := r.tx.PauseTimers(r.ctx, store.PauseTimersParams{ProcessInstanceID: r.pi.ID, At: r.now}); err != nil {
+			return err
+		}
+	case timersResume:
+		n, err := r.tx.ResumeTimers(r.ctx, store.ResumeTimersParams{ProcessInstanceID: r.pi.ID, At: r.now})
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			r.nextDue = r.now // wake the service to plan again
+		}
 	}
-	return err
+	r.timerSwitch = ""
+	return nil
 }
 
 func cmpOr(s, fallback string) string {

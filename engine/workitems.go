@@ -417,27 +417,11 @@ func (r *run) itemActivity(wi store.WorkItem) (*act, error) {
 // moveItem writes a work item's new state, owner and assignees, with the
 // worklist visibility that goes with them, an audit entry and a record.
 func (r *run) moveItem(wi *store.WorkItem, from, to workitem.State, user string, detail map[string]string) error {
-	expected := wi.Version
 	wi.State, wi.UpdatedAt = string(to), r.now
 	if !workitem.HasOwner(to) && to != workitem.Completed && to != workitem.Suspended {
 		wi.Owner = ""
 	}
-	v, err := r.tx.UpdateWorkItem(r.ctx, store.UpdateWorkItemParams{
-		ID: wi.ID, ExpectedVersion: expected, State: wi.State, Performer: wi.Performer, Owner: wi.Owner,
-		Assignees: wi.Assignees, Priority: wi.Priority, DueAt: wi.DueAt, CompletedBy: wi.CompletedBy,
-		CompletionKey: wi.CompletionKey, SuspendedFrom: wi.SuspendedFrom, Result: wi.Result, UpdatedAt: r.now, EndedAt: wi.EndedAt,
-		VisibleTo: visibleTo(*wi),
-	})
-	if errors.Is(err, store.ErrConflict) && !transientDBError(err) {
-		// Someone else changed the item first (a concurrent claim). A
-		// deadlock matches ErrConflict too, but nobody did: it goes back
-		// as it is, and the command is tried again.
-		return notAllowed(*wi, user, string(to), "the item changed meanwhile (claimed or completed by someone else)")
-	}
-	if err != nil {
-		return err
-	}
-	wi.Version = v
+	r.stageItem(wi, false) // written at flush, fenced by the version read
 	aid, wid := wi.ActivityInstanceID, wi.ID
 	r.history = append(r.history, store.HistoryEntry{
 		ProcessInstanceID: r.pi.ID, ActivityInstanceID: &aid, WorkItemID: &wid, Subject: store.SubjectWorkItem,
@@ -598,7 +582,7 @@ func (r *run) mayPerform(wi store.WorkItem, a *act, user, op string) error {
 // performers returns who completed the work items of each activity of
 // this process instance, by activity id.
 func (r *run) performers() (map[string][]string, error) {
-	items, err := r.tx.ListWorkItems(r.ctx, store.ListWorkItemsParams{
+	items, err := r.listItems(store.ListWorkItemsParams{
 		ProcessInstanceID: r.pi.ID, States: []string{string(workitem.Completed)},
 	})
 	if err != nil {

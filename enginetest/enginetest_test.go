@@ -128,7 +128,8 @@ func TestRunUntilFailsWithTheInstancesState(t *testing.T) {
 		"clock: 2026-01-05T09:00:00Z",
 		"activities: 0 completed, 1 not:\n    Review (#",
 		") InActive",
-		"open work items:\n    #1 Review Offered, offered to role:clerk",
+		"open work items:\n    #", // the engine's id
+		" Review Offered, offered to role:clerk",
 		"deadline of Review (#",
 		"due 2026-01-05T11:00:00Z (in 2h0m0s), pending",
 		"history (last 5 of 5):",
@@ -193,7 +194,7 @@ func TestWaitForStateIsLockstep(t *testing.T) {
 		h.WaitForState(id, "Review", wftype.ActivityCompleted)
 		h.WaitForState(id, "Review", wftype.ActivityCompleted) // once only
 	})
-	require.Contains(t, msg, "WaitForState: activity Review of instance 1 did not enter Completed after history entry 7, which the previous WaitForState matched, and the engine is quiet")
+	require.Regexp(t, `WaitForState: activity Review of instance 1 did not enter Completed after history entry [0-9]+, which the previous WaitForState matched, and the engine is quiet`, msg)
 	require.Contains(t, msg, "is Completed")
 
 	msg = failure(t, func(tb enginetest.TB) {
@@ -201,7 +202,7 @@ func TestWaitForStateIsLockstep(t *testing.T) {
 		h.WaitForState(id, "Ship", wftype.ActivityCompleted)
 		h.WaitForState(id, "Review", wftype.ActivityCompleted) // it came before
 	})
-	require.Contains(t, msg, "did not enter Completed after history entry 10, which the previous WaitForState matched (it did at entry 7, before that one: the order differs)")
+	require.Regexp(t, `did not enter Completed after history entry [0-9]+, which the previous WaitForState matched \(it did at entry [0-9]+, before that one: the order differs\)`, msg)
 }
 
 // A loop enters the same state several times: each WaitForState matches
@@ -461,9 +462,9 @@ func TestWorkItemsWithADirectory(t *testing.T) {
 		id := h.Start("approval", nil)
 		h.CompleteWorkItemAs(id, "Review", "mallory", nil)
 	})
-	require.Contains(t, msg, "complete work item 1 (Review) of instance 1 as mallory: ")
+	require.Regexp(t, `complete work item [0-9]+ \(Review\) of instance 1 as mallory: `, msg)
 	require.Contains(t, msg, "refused: the item is offered to role:clerk")
-	require.Contains(t, msg, "#1 Review Offered")
+	require.Regexp(t, `#[0-9]+ Review Offered`, msg)
 }
 
 func TestWorkItemNone(t *testing.T) {

@@ -164,9 +164,9 @@ func ExampleHarness_Report() {
 	// instance 1 of process approval (package orders, version 1) is Running
 	//   clock: 2026-01-05T09:00:00Z
 	//   activities: 1 completed, 1 not:
-	//     Ship (#777284812800002) Abnormal: carrier closed
+	//     Ship (#777284812800009) Abnormal: carrier closed
 	//   open incidents:
-	//     #1 application on Ship (#777284812800002) after 1 attempt(s): carrier closed
+	//     #1 application on Ship (#777284812800009) after 1 attempt(s): carrier closed
 	//   history (last 10 of 10):
 	//     09:00:00.000 process Initiated by host
 	//     09:00:00.000 activity Review Initiated by host

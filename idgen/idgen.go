@@ -244,6 +244,30 @@ func (a *Allocator) Next(ctx context.Context) (int64, error) {
 	return Compose(ms, a.node, seq), nil
 }
 
+// Observe makes every later id of the allocator greater than id, an id
+// it read from the database (another allocator's, perhaps): the ids of
+// a step then follow those of the steps it depends on even when the
+// node that made those runs its clock ahead of this one's. It is the
+// logical half of a hybrid logical clock: the allocator runs ahead of
+// its own clock, by at most the skew, and catches up when its clock
+// does. Ids at or past the allocator's reservation (a skew larger than
+// the lease), and ids that are no ids (0 or less, or past MaxID), are
+// ignored, as is everything while the allocator holds no number.
+func (a *Allocator) Observe(id int64) {
+	if id <= 0 || id > MaxID {
+		return
+	}
+	ms := id >> (NodeBits + SeqBits)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.node < 0 || ms >= a.limit || id <= Compose(a.last, a.node, a.seq) {
+		return
+	}
+	// The next id moves to the millisecond after id's (or to the
+	// clock's, when that is later).
+	a.last, a.seq = ms, maxSeq
+}
+
 // renewLocked renews the lease and the reservation, which must reach past
 // millisecond ms. On a lost lease the allocator holds no number any more.
 func (a *Allocator) renewLocked(ctx context.Context, ms int64) error {

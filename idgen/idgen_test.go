@@ -335,3 +335,38 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, early.Acquire(t.Context()), idgen.ErrNoID, "a clock before the epoch")
 }
+
+// TestObserveOrdersAcrossSkewedClocks: node B's clock runs two seconds
+// behind A's. Without Observe, B's ids for a step that follows one of A's
+// would sort before A's; after Observe(an id of A's), B's next ids are
+// greater, and B catches up with its own clock once the skew is past.
+func TestObserveOrdersAcrossSkewedClocks(t *testing.T) {
+	t.Parallel()
+	st := newStore(t, dbtest.OpenSQLite(t))
+	ca, cb := &clock{now: t0.Add(2 * time.Second)}, &clock{now: t0}
+	a := allocator(t, st, ca, "A", func(c *idgen.Config) { c.Lease = time.Minute })
+	b := allocator(t, st, cb, "B", func(c *idgen.Config) { c.Lease = time.Minute })
+
+	fromA := next(t, a)
+	require.Less(t, next(t, b), fromA, "unobserved, B's id sorts before A's")
+
+	b.Observe(fromA)
+	after := next(t, b)
+	require.Greater(t, after, fromA)
+	require.Equal(t, idgen.Time(fromA).Add(time.Millisecond), idgen.Time(after), "the millisecond after A's")
+	require.Greater(t, next(t, b), after, "ids still increase")
+
+	before := next(t, b)
+	b.Observe(before - 1) // older ids, its own included, change nothing
+	b.Observe(before)
+	b.Observe(0)
+	b.Observe(idgen.MaxID + 1)
+	require.Equal(t, idgen.Time(before), idgen.Time(next(t, b)), "no millisecond skipped")
+
+	cb.Set(t0.Add(3 * time.Second)) // B's clock passes A's id
+	require.Equal(t, t0.Add(3*time.Second), idgen.Time(next(t, b)), "back on its own clock")
+
+	far := idgen.Compose(idgen.Time(fromA).Add(time.Hour).Sub(idgen.Epoch).Milliseconds(), 5, 0)
+	b.Observe(far)
+	require.Less(t, next(t, b), far, "an id past the reservation (a skew longer than the lease) is not followed")
+}

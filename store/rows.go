@@ -254,7 +254,8 @@ type Event struct {
 // HistoryEntry is one line of the audit trail: a state change of a process
 // instance, an activity instance or a work item.
 type HistoryEntry struct {
-	// ID is assigned by the store; it orders the history.
+	// ID is the caller's (the engine's, package idgen); it orders the
+	// history.
 	ID int64
 	// ProcessInstanceID is the process instance the entry belongs to.
 	ProcessInstanceID int64

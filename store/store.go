@@ -156,9 +156,11 @@ type Tx interface {
 	// an empty map when it has none.
 	GetVariables(ctx context.Context, processInstanceID int64) (map[string]Variable, error)
 
-	// InsertWorkItem stores a new work item and makes it visible in the
-	// worklists of params.VisibleTo. The ID and Version of params.Item are
-	// ignored; the returned item has its ID and Version 1.
+	// InsertWorkItem stores a new work item, with the ID the caller gave
+	// it (the engine's, package idgen: positive and unique; 0 or less is
+	// refused, an ID already stored is ErrDuplicate), and makes it
+	// visible in the worklists of params.VisibleTo. The Version of
+	// params.Item is ignored; the returned item has Version 1.
 	InsertWorkItem(ctx context.Context, params InsertWorkItemParams) (WorkItem, error)
 	// GetWorkItem returns the work item with the given id, or ErrNotFound.
 	GetWorkItem(ctx context.Context, id int64) (WorkItem, error)
@@ -179,9 +181,9 @@ type Tx interface {
 	// skips items that do not change meanwhile.
 	ListWorklist(ctx context.Context, params ListWorklistParams) ([]WorkItem, error)
 
-	// InsertInboxMessage stores a new inbox message. It returns
-	// ErrDuplicate when the MessageID is already stored. The ID of msg is
-	// ignored; the returned message has its ID.
+	// InsertInboxMessage stores a new inbox message with the ID the caller
+	// gave it (the engine's, package idgen; 0 or less is refused). It
+	// returns ErrDuplicate when the MessageID or the ID is already stored.
 	InsertInboxMessage(ctx context.Context, msg InboxMessage) (InboxMessage, error)
 	// GetInboxMessage returns the inbox message with the given MessageID,
 	// or ErrNotFound.
@@ -199,8 +201,9 @@ type Tx interface {
 	// stored): how a message correlated by query finds its instance.
 	FindProcessInstancesByVariable(ctx context.Context, params FindByVariableParams) ([]int64, error)
 
-	// InsertTimers stores new timers, all or none, and returns them with
-	// their IDs, in argument order. ID, FiredAt and PausedAt of the
+	// InsertTimers stores new timers with the IDs the caller gave them
+	// (the engine's, package idgen; 0 or less is refused), all or none,
+	// and returns them in argument order. FiredAt and PausedAt of the
 	// arguments are ignored; an empty State is TimerPending.
 	InsertTimers(ctx context.Context, timers []Timer) ([]Timer, error)
 	// GetTimer returns the timer with the given id, or ErrNotFound.
@@ -239,9 +242,9 @@ type Tx interface {
 	// left; PausedAt is cleared. It returns how many it moved.
 	ResumeTimers(ctx context.Context, params ResumeTimersParams) (int64, error)
 
-	// InsertSubscriptions stores new subscriptions, all or none, and
-	// returns them with their IDs, in argument order. The ID of the
-	// arguments is ignored.
+	// InsertSubscriptions stores new subscriptions with the IDs the caller
+	// gave them (the engine's, package idgen; 0 or less is refused), all
+	// or none, and returns them in argument order.
 	InsertSubscriptions(ctx context.Context, subs []Subscription) ([]Subscription, error)
 	// ListSubscriptions returns the subscriptions matching the filter, in
 	// ID order: how a signal finds the events waiting for it.
@@ -454,14 +457,15 @@ type Tx interface {
 	// repeats the rows' own conditions. Callers loop until Instances is 0.
 	PurgeProcessInstances(ctx context.Context, params PurgeProcessInstancesParams) (PurgeResult, error)
 
-	// InsertHistory appends entries to the audit trail; IDs of the
-	// arguments are ignored. It is all or none once the caller has rolled
+	// InsertHistory appends entries to the audit trail, with the IDs the
+	// caller gave them (the engine's, package idgen: positive, unique,
+	// ordered by time; 0 or less is refused). It is all or none once the caller has rolled
 	// back after an error: inside a transaction, a store may leave the
 	// first rows of a failed multi-row statement for the rollback to undo
 	// (the SQLite store does, to spare itself a statement journal).
 	InsertHistory(ctx context.Context, entries []HistoryEntry) error
 	// ListHistory returns the history of a process instance in ID order,
-	// which is the order it was written in.
+	// which is the order the engine made the entries in.
 	ListHistory(ctx context.Context, params ListHistoryParams) ([]HistoryEntry, error)
 
 	// InsertAudit appends an entry to the audit log (store/audit.go); its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,11 +46,15 @@ func newService(t *testing.T, db *gorm.DB, clock timer.Clock, f *firings) (*time
 	return s, st
 }
 
+// timerIDs gives the timers the tests arm their ids (the engine's would
+// come from package idgen).
+var timerIDs atomic.Int64
+
 func armAt(t *testing.T, st store.Store, now time.Time, dues ...time.Duration) {
 	t.Helper()
 	timers := make([]store.Timer, len(dues))
 	for i, d := range dues {
-		timers[i] = store.Timer{ProcessInstanceID: 1, Kind: "deadline", DueAt: now.Add(d), CreatedAt: now}
+		timers[i] = store.Timer{ID: timerIDs.Add(1), ProcessInstanceID: 1, Kind: "deadline", DueAt: now.Add(d), CreatedAt: now}
 	}
 	_, err := st.InsertTimers(t.Context(), timers)
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package gormstore_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,9 +54,14 @@ var benchEntry = store.HistoryEntry{
 	Actor: "bench", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 }
 
+// benchIDs gives the committed rows their ids.
+var benchIDs atomic.Int64
+
 func commitOne(ctx context.Context, b *testing.B, s *gormstore.Store) {
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		return tx.InsertHistory(ctx, []store.HistoryEntry{benchEntry})
+		e := benchEntry
+		e.ID = benchIDs.Add(1)
+		return tx.InsertHistory(ctx, []store.HistoryEntry{e})
 	})
 	if err != nil {
 		b.Error(err) // Fatal is not allowed in RunParallel's goroutines

@@ -158,16 +158,37 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return err
 }
 
+// hasTable reports whether the database has table name, from one
+// statement whose error is not lost. (GORM's GetTables on MySQL asks for
+// the current database in a probe whose error it drops, and then lists
+// the tables of whichever database on the server sorts first: under a
+// fault the counts were seeded a second time.)
+func hasTable(db *gorm.DB, name string) (bool, error) {
+	var q string
+	switch db.Name() {
+	case "mysql":
+		q = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?"
+	case "postgres":
+		q = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+	case "sqlite":
+		q = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+	default:
+		return false, fmt.Errorf("unsupported dialect %q", db.Name())
+	}
+	var n int64
+	err := db.Raw(q, name).Scan(&n).Error
+	return n > 0, err
+}
+
 // migrate is one pass of Migrate.
 func migrate(db *gorm.DB, dialect string) error {
 	// Whether the counts per state are there already, from a probe whose
 	// error is not lost (HasTable's is): seeding them again would count
 	// every instance twice.
-	tables, err := db.Migrator().GetTables()
+	hadCounts, err := hasTable(db, tableInstanceCounts)
 	if err != nil {
-		return fmt.Errorf("migrate: list tables: %w", translate(err))
+		return fmt.Errorf("migrate: look for table %s: %w", tableInstanceCounts, translate(err))
 	}
-	hadCounts := slices.Contains(tables, tableInstanceCounts)
 	models := allModels
 	if dialect == store.DialectPostgres {
 		models = slices.Clone(allModels)

@@ -2,11 +2,12 @@ package gormstore
 
 import (
 	"context"
+	"errors"
 
 	"github.com/goxpdl/goxpdl/store"
 )
 
-// InsertHistory implements store.Tx.
+// InsertHistory implements store.Tx, with the caller's ids.
 func (s *Store) InsertHistory(ctx context.Context, entries []store.HistoryEntry) error {
 	done, err := s.writing(ctx)
 	if err != nil {
@@ -15,20 +16,26 @@ func (s *Store) InsertHistory(ctx context.Context, entries []store.HistoryEntry)
 	defer done()
 	rows := make([][]any, len(entries))
 	for i, e := range entries {
-		if err := requireTime("insert history: at", e.At); err != nil {
+		if err := errors.Join(
+			requireID("insert history", e.ID),
+			requireTime("insert history: at", e.At),
+		); err != nil {
 			return err
 		}
 		m := historyFromRow(e)
-		rows[i] = []any{m.ProcessInstanceID, m.ActivityInstanceID, m.WorkItemID, m.Subject, m.FromState, m.ToState, m.Actor, m.Data, m.At}
+		rows[i] = []any{e.ID, m.ProcessInstanceID, m.ActivityInstanceID, m.WorkItemID, m.Subject, m.FromState, m.ToState, m.Actor, m.Data, m.At}
 	}
-	if err := insertRows(ctx, s, tableHistory, historyColumns, rows); err != nil {
+	if err := insertRows(ctx, s, tableHistory, historyColumnsWithID, rows); err != nil {
 		return wrap(err, "insert %d history entries", len(entries))
 	}
 	return nil
 }
 
-// historyColumns are the columns InsertHistory writes, in the order of
-// its rows' values.
+// historyColumns are the columns of a history entry but its id;
+// InsertHistory writes historyColumnsWithID, in the order of its rows'
+// values.
+var historyColumnsWithID = append([]string{"id"}, historyColumns...)
+
 var historyColumns = []string{"process_instance_id", "activity_instance_id", "work_item_id", "subject", "from_state", "to_state", "actor", "data", "at"}
 
 // ListHistory implements store.Tx.

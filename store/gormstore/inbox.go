@@ -8,7 +8,7 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 )
 
-// InsertInboxMessage implements store.Tx. The unique index on message_id
+// InsertInboxMessage implements store.Tx, with the caller's id. The unique index on message_id
 // turns a second insert of a MessageID into ErrDuplicate.
 func (s *Store) InsertInboxMessage(ctx context.Context, msg store.InboxMessage) (store.InboxMessage, error) {
 	done, err := s.writing(ctx)
@@ -19,11 +19,13 @@ func (s *Store) InsertInboxMessage(ctx context.Context, msg store.InboxMessage) 
 	if msg.MessageID == "" {
 		return store.InboxMessage{}, errors.New("insert inbox message: empty MessageID")
 	}
-	if err := requireTime("insert inbox message: created at", msg.CreatedAt); err != nil {
+	if err := errors.Join(
+		requireID("insert inbox message", msg.ID),
+		requireTime("insert inbox message: created at", msg.CreatedAt),
+	); err != nil {
 		return store.InboxMessage{}, err
 	}
 	m := inboxFromRow(msg)
-	m.ID = 0
 	if err := s.db.WithContext(ctx).Create(&m).Error; err != nil {
 		return store.InboxMessage{}, wrap(err, "insert inbox message %q", msg.MessageID)
 	}

@@ -49,10 +49,12 @@ func TestPipelinedTransaction(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
 	pi, err := s.InsertProcessInstance(ctx, store.ProcessInstance{DefinitionID: 1, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0})
 	require.NoError(t, err)
+	var lastID int64
 	history := func(n int) []store.HistoryEntry {
 		var hs []store.HistoryEntry
 		for range n {
-			hs = append(hs, store.HistoryEntry{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "Running", At: t0})
+			lastID++
+			hs = append(hs, store.HistoryEntry{ID: lastID, ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "Running", At: t0})
 		}
 		return hs
 	}

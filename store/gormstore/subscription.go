@@ -2,11 +2,13 @@ package gormstore
 
 import (
 	"context"
+	"errors"
 
 	"github.com/goxpdl/goxpdl/store"
 )
 
-// InsertSubscriptions implements store.Tx.
+// InsertSubscriptions implements store.Tx: the subscriptions with the
+// caller's ids.
 func (s *Store) InsertSubscriptions(ctx context.Context, subs []store.Subscription) ([]store.Subscription, error) {
 	done, err := s.writing(ctx)
 	if err != nil {
@@ -15,11 +17,14 @@ func (s *Store) InsertSubscriptions(ctx context.Context, subs []store.Subscripti
 	defer done()
 	ms := make([]subscriptionModel, len(subs))
 	for i, sub := range subs {
-		if err := requireTime("insert subscriptions: created at", sub.CreatedAt); err != nil {
+		if err := errors.Join(
+			requireID("insert subscriptions", sub.ID),
+			requireTime("insert subscriptions: created at", sub.CreatedAt),
+		); err != nil {
 			return nil, err
 		}
 		ms[i] = subscriptionModel{
-			Kind: sub.Kind, Name: sub.Name, ProcessInstanceID: sub.ProcessInstanceID,
+			ID: sub.ID, Kind: sub.Kind, Name: sub.Name, ProcessInstanceID: sub.ProcessInstanceID,
 			ActivityInstanceID: sub.ActivityInstanceID, ActivityDefID: sub.ActivityDefID, CreatedAt: dbTime(sub.CreatedAt),
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 )
 
-// InsertTimers implements store.Tx.
+// InsertTimers implements store.Tx: the timers with the caller's ids.
 func (s *Store) InsertTimers(ctx context.Context, timers []store.Timer) ([]store.Timer, error) {
 	done, err := s.writing(ctx)
 	if err != nil {
@@ -22,6 +22,7 @@ func (s *Store) InsertTimers(ctx context.Context, timers []store.Timer) ([]store
 	ms := make([]timerModel, len(timers))
 	for i, t := range timers {
 		if err := errors.Join(
+			requireID("insert timers", t.ID),
 			requireTime("insert timers: due at", t.DueAt),
 			requireTime("insert timers: created at", t.CreatedAt),
 		); err != nil {
@@ -32,7 +33,7 @@ func (s *Store) InsertTimers(ctx context.Context, timers []store.Timer) ([]store
 			state = store.TimerPending
 		}
 		ms[i] = timerModel{
-			ProcessInstanceID: t.ProcessInstanceID, ActivityInstanceID: t.ActivityInstanceID, DefinitionID: t.DefinitionID,
+			ID: t.ID, ProcessInstanceID: t.ProcessInstanceID, ActivityInstanceID: t.ActivityInstanceID, DefinitionID: t.DefinitionID,
 			Kind: t.Kind, Key: t.Key, State: string(state), DueAt: dbTime(t.DueAt), Count: t.Count,
 			Payload: dbBytes(t.Payload), CreatedAt: dbTime(t.CreatedAt),
 		}

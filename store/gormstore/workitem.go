@@ -10,11 +10,12 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 )
 
-// InsertWorkItem implements store.Tx: the item and its visibility rows in
-// one transaction.
+// InsertWorkItem implements store.Tx: the item, with the caller's id, and
+// its visibility rows in one transaction.
 func (s *Store) InsertWorkItem(ctx context.Context, params store.InsertWorkItemParams) (store.WorkItem, error) {
 	item := params.Item
 	if err := errors.Join(
+		requireID("insert work item", item.ID),
 		requireTime("insert work item: created at", item.CreatedAt),
 		requireTime("insert work item: updated at", item.UpdatedAt),
 		requirePriority("insert work item", item.Priority),
@@ -26,7 +27,6 @@ func (s *Store) InsertWorkItem(ctx context.Context, params store.InsertWorkItemP
 		return store.WorkItem{}, err
 	}
 	m := workItemFromRow(item)
-	m.ID = 0
 	m.Version = 1
 	err = s.atomic(ctx, func(db *gorm.DB) error {
 		if err := db.Create(&m).Error; err != nil {

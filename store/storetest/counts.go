@@ -380,7 +380,7 @@ func (h *harness) testCounts(t *testing.T) {
 		var timers []store.Timer
 		for i := range 6 {
 			timers = append(timers, store.Timer{
-				ProcessInstanceID: 1, ActivityInstanceID: int64(i), Kind: "deadline", State: store.TimerPending,
+				ID: nextID(), ProcessInstanceID: 1, ActivityInstanceID: int64(i), Kind: "deadline", State: store.TimerPending,
 				DueAt: at(time.Duration(i) * time.Minute), CreatedAt: t0,
 			})
 		}

@@ -29,7 +29,7 @@ func (h *harness) testFlush(t *testing.T) {
 			}
 			_, err := tx.GetProcessInstance(ctx, piID)
 			require.NoError(t, err, "the transaction goes on after a refused write")
-			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: piID, Subject: store.SubjectProcess, ToState: "after", At: t0}}))
+			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: piID, Subject: store.SubjectProcess, ToState: "after", At: t0}}))
 			require.NoError(t, tx.Flush(ctx), "nothing of the refused write is left to send")
 			return werr
 		})
@@ -54,7 +54,7 @@ func (h *harness) testFlush(t *testing.T) {
 			require.NoError(t, tx.UpdateActivityInstances(ctx, []store.UpdateActivityInstanceParams{
 				{ID: ai.ID, ExpectedVersion: 1, State: "Active", Attempt: 1, UpdatedAt: at(time.Second)},
 			}))
-			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, FromState: "Running", ToState: "Suspended", At: at(time.Second)}}))
+			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, FromState: "Running", ToState: "Suspended", At: at(time.Second)}}))
 
 			got, err := tx.GetProcessInstance(ctx, pi.ID)
 			require.NoError(t, err)
@@ -111,11 +111,11 @@ func (h *harness) testFlush(t *testing.T) {
 
 		// A refused write between two others.
 		err = writeThenFlush(t, b, pi.ID, func(ctx context.Context, tx store.Tx) error {
-			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "one", At: t0}}))
+			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "one", At: t0}}))
 			if _, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 7, State: "Completed", UpdatedAt: at(time.Second)}); err != nil {
 				return err
 			}
-			return tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "two", At: t0}})
+			return tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "two", At: t0}})
 		})
 		require.ErrorIs(t, err, store.ErrConflict)
 
@@ -139,7 +139,7 @@ func (h *harness) testFlush(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, 1)
 		err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
-			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "x", At: t0}}))
+			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "x", At: t0}}))
 			_, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 7, State: "Completed", UpdatedAt: at(time.Second)})
 			if errors.Is(err, store.ErrConflict) {
 				return nil // a store that does not hold writes back: the test's point is the commit
@@ -168,7 +168,7 @@ func (h *harness) testFlush(t *testing.T) {
 				if _, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 7, State: "Completed", UpdatedAt: at(time.Second)}); err != nil {
 					return err
 				}
-				if err := tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "dropped", At: t0}}); err != nil {
+				if err := tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "dropped", At: t0}}); err != nil {
 					return err
 				}
 				return boom
@@ -178,7 +178,7 @@ func (h *harness) testFlush(t *testing.T) {
 			}
 			// A nested transaction that succeeds keeps its writes.
 			require.NoError(t, tx.(store.Store).InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-				return tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "kept", At: t0}})
+				return tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "kept", At: t0}})
 			}))
 			_, err = tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Suspended", UpdatedAt: at(time.Second)})
 			return err

@@ -15,34 +15,28 @@ func (h *harness) testHistory(t *testing.T) {
 	t.Run("OrderAndRoundTrip", func(t *testing.T) {
 		b := h.setup(t)
 		entries := []store.HistoryEntry{
-			{ID: 500, ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Initiated", Actor: "engine", At: t0},
-			{ProcessInstanceID: 2, Subject: store.SubjectProcess, ToState: "Initiated", Actor: "engine", At: t0},
-			{ProcessInstanceID: 1, ActivityInstanceID: ptr(int64(10)), Subject: store.SubjectActivity, FromState: "Initiated", ToState: "Active",
+			{ID: nextID(), ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Initiated", Actor: "engine", At: t0},
+			{ID: nextID(), ProcessInstanceID: 2, Subject: store.SubjectProcess, ToState: "Initiated", Actor: "engine", At: t0},
+			{ID: nextID(), ProcessInstanceID: 1, ActivityInstanceID: ptr(int64(10)), Subject: store.SubjectActivity, FromState: "Initiated", ToState: "Active",
 				Actor: "engine", Data: []byte(`{"attempt":1}`), At: at(time.Millisecond)},
-			{ProcessInstanceID: 1, ActivityInstanceID: ptr(int64(10)), WorkItemID: ptr(int64(20)), Subject: store.SubjectWorkItem,
+			{ID: nextID(), ProcessInstanceID: 1, ActivityInstanceID: ptr(int64(10)), WorkItemID: ptr(int64(20)), Subject: store.SubjectWorkItem,
 				FromState: "Offered", ToState: "Completed", Actor: "alice", At: at(time.Second)},
 		}
 		require.NoError(t, b.s.InsertHistory(b.ctx, entries[:2]))
 		require.NoError(t, b.s.InsertHistory(b.ctx, entries[2:]))
-		// Entries written later but stamped earlier still list after.
-		require.NoError(t, b.s.InsertHistory(b.ctx, []store.HistoryEntry{
-			{ProcessInstanceID: 1, Subject: store.SubjectProcess, FromState: "Initiated", ToState: "Running", Actor: "engine", At: at(-time.Hour)},
-		}))
+		// Entries written later but stamped earlier still list after:
+		// the order is the ids'.
+		late := store.HistoryEntry{ID: nextID(), ProcessInstanceID: 1, Subject: store.SubjectProcess, FromState: "Initiated", ToState: "Running", Actor: "engine", At: at(-time.Hour)}
+		require.NoError(t, b.s.InsertHistory(b.ctx, []store.HistoryEntry{late}))
 
 		got, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1})
 		require.NoError(t, err)
 		require.Len(t, got, 4)
-		want := []store.HistoryEntry{entries[0], entries[2], entries[3],
-			{ProcessInstanceID: 1, Subject: store.SubjectProcess, FromState: "Initiated", ToState: "Running", Actor: "engine", At: at(-time.Hour)}}
+		want := []store.HistoryEntry{entries[0], entries[2], entries[3], late}
 		for i := range want {
-			want[i].ID = got[i].ID
 			want[i].At = norm(want[i].At)
-			if i > 0 {
-				require.Greater(t, got[i].ID, got[i-1].ID)
-			}
 		}
-		require.NotEqual(t, int64(500), got[0].ID)
-		require.Equal(t, want, got)
+		require.Equal(t, want, got, "the caller's ids, in id order")
 
 		page, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1, AfterID: got[0].ID, Limit: 2})
 		require.NoError(t, err)
@@ -63,7 +57,7 @@ func (h *harness) testHistory(t *testing.T) {
 		const n = 1201
 		entries := make([]store.HistoryEntry, n)
 		for i := range entries {
-			entries[i] = store.HistoryEntry{ProcessInstanceID: 7, Subject: store.SubjectActivity, ToState: "Active", Actor: "engine", At: at(time.Duration(i) * time.Millisecond)}
+			entries[i] = store.HistoryEntry{ID: nextID(), ProcessInstanceID: 7, Subject: store.SubjectActivity, ToState: "Active", Actor: "engine", At: at(time.Duration(i) * time.Millisecond)}
 		}
 		require.NoError(t, b.s.InsertHistory(b.ctx, entries))
 		got, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 7})
@@ -76,8 +70,13 @@ func (h *harness) testHistory(t *testing.T) {
 		b := h.setup(t)
 		require.NoError(t, b.s.InsertHistory(b.ctx, nil))
 		err := b.s.InsertHistory(b.ctx, []store.HistoryEntry{
-			{ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Running", At: t0},
-			{ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Completed"}, // zero At
+			{ID: nextID(), ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Running", At: t0},
+			{ID: nextID(), ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Completed"}, // zero At
+		})
+		require.Error(t, err)
+		err = b.s.InsertHistory(b.ctx, []store.HistoryEntry{
+			{ID: nextID(), ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Running", At: t0},
+			{ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: "Completed", At: t0}, // no id
 		})
 		require.Error(t, err)
 		got, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1})
@@ -97,11 +96,11 @@ func (h *harness) testInTx(t *testing.T) {
 		ais, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}})
 		require.NoError(t, err)
 		require.NoError(t, tx.PutVariables(ctx, []store.Variable{{ProcessInstanceID: pi.ID, Name: "x", Type: "STRING", Value: []byte(`"v"`)}}))
-		_, err = tx.InsertWorkItem(ctx, store.InsertWorkItemParams{Item: store.WorkItem{ProcessInstanceID: pi.ID, ActivityInstanceID: ais[0].ID, State: "Offered", CreatedAt: t0, UpdatedAt: t0}})
+		_, err = tx.InsertWorkItem(ctx, store.InsertWorkItemParams{Item: store.WorkItem{ID: nextID(), ProcessInstanceID: pi.ID, ActivityInstanceID: ais[0].ID, State: "Offered", CreatedAt: t0, UpdatedAt: t0}})
 		require.NoError(t, err)
 		_, err = tx.InsertEvents(ctx, []store.Event{event("started", pi.ID)})
 		require.NoError(t, err)
-		require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "Initiated", At: t0}}))
+		require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "Initiated", At: t0}}))
 		_, err = tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Running", UpdatedAt: t0})
 		require.NoError(t, err)
 		return pi

@@ -14,7 +14,7 @@ import (
 // process instance piID.
 func message(id string, piID int64) store.InboxMessage {
 	return store.InboxMessage{
-		MessageID: id, Kind: "complete", ProcessInstanceID: piID, ActivityDefID: "Approve",
+		ID: nextID(), MessageID: id, Kind: "complete", ProcessInstanceID: piID, ActivityDefID: "Approve",
 		User: "alice", Payload: []byte(`{"ok":true}`), State: store.InboxPending, CreatedAt: t0,
 	}
 }
@@ -22,6 +22,9 @@ func message(id string, piID int64) store.InboxMessage {
 func (h *harness) testInbox(t *testing.T) {
 	insert := func(t *testing.T, b bundle, msg store.InboxMessage) store.InboxMessage {
 		t.Helper()
+		if msg.ID == 0 {
+			msg.ID = nextID()
+		}
 		got, err := b.s.InsertInboxMessage(b.ctx, msg)
 		require.NoError(t, err)
 		return got

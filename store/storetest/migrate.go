@@ -23,7 +23,7 @@ func (h *harness) testMigrate(t *testing.T) {
 		_, err := b.s.InsertSubscriptions(b.ctx, []store.Subscription{subscription("go", pi.ID, review.ID)})
 		require.NoError(t, err)
 		_, err = b.s.InsertInboxMessage(b.ctx, store.InboxMessage{
-			MessageID: "m1", Kind: "complete", ProcessInstanceID: pi.ID, ProcessDefID: "main", ActivityDefID: "Later",
+			ID: nextID(), MessageID: "m1", Kind: "complete", ProcessInstanceID: pi.ID, ProcessDefID: "main", ActivityDefID: "Later",
 			State: store.InboxPending, CreatedAt: t0,
 		})
 		require.NoError(t, err)

@@ -112,7 +112,7 @@ func purgeFill(t *testing.T, b bundle, def store.Definition, proc string, parent
 		require.NoError(t, b.s.MarkEventsProcessed(b.ctx, store.MarkEventsProcessedParams{IDs: []int64{f.event}, ProcessedAt: t0}))
 	}
 	require.NoError(t, b.s.InsertHistory(b.ctx, []store.HistoryEntry{{
-		ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: state, Actor: "engine", At: t0,
+		ID: nextID(), ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: state, Actor: "engine", At: t0,
 	}}))
 	_, err = b.s.InsertInboxMessage(b.ctx, message(f.msgID, pi.ID))
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ func (h *harness) testSavepoint(t *testing.T) {
 	errBoom := errors.New("boom")
 	// mark appends a history entry: a write a store may hold back.
 	mark := func(ctx context.Context, tx store.Tx, piID int64, what string) error {
-		return tx.InsertHistory(ctx, []store.HistoryEntry{{ProcessInstanceID: piID, Subject: store.SubjectProcess, ToState: what, At: t0}})
+		return tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: piID, Subject: store.SubjectProcess, ToState: what, At: t0}})
 	}
 	marks := func(t *testing.T, ctx context.Context, tx store.Tx, piID int64) []string {
 		t.Helper()

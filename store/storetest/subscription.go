@@ -13,7 +13,7 @@ import (
 // instance aiID of process instance piID.
 func subscription(name string, piID, aiID int64) store.Subscription {
 	return store.Subscription{
-		Kind: "signal", Name: name, ProcessInstanceID: piID, ActivityInstanceID: aiID, ActivityDefID: "Wait", CreatedAt: t0,
+		ID: nextID(), Kind: "signal", Name: name, ProcessInstanceID: piID, ActivityInstanceID: aiID, ActivityDefID: "Wait", CreatedAt: t0,
 	}
 }
 
@@ -40,34 +40,36 @@ func (h *harness) testSubscriptions(t *testing.T) {
 		b := h.setup(t)
 		zone := time.FixedZone("UTC+5", 5*3600)
 		in := subscription("go", 7, 8)
-		in.ID, in.CreatedAt = 99, t0.In(zone) // the ID is the store's
-		got := insert(t, b, in, subscription("stop", 7, 9))
-		require.NotEqual(t, int64(99), got[0].ID)
-		require.Greater(t, got[1].ID, got[0].ID, "argument order")
+		in.CreatedAt = t0.In(zone)
+		stop := subscription("stop", 7, 9)
+		got := insert(t, b, in, stop)
+		require.Equal(t, []int64{in.ID, stop.ID}, subscriptionIDs(got), "the caller's ids, in argument order")
 		want := in
-		want.ID, want.CreatedAt = got[0].ID, norm(t0)
+		want.CreatedAt = norm(t0)
 		require.Equal(t, want, got[0])
 		require.Equal(t, []store.Subscription{want, got[1]}, list(t, b, store.ListSubscriptionsParams{}))
 
 		none, err := b.s.InsertSubscriptions(b.ctx, nil)
 		require.NoError(t, err)
 		require.Empty(t, none)
-		_, err = b.s.InsertSubscriptions(b.ctx, []store.Subscription{{Kind: "signal", Name: "go", ProcessInstanceID: 1}})
+		_, err = b.s.InsertSubscriptions(b.ctx, []store.Subscription{{ID: nextID(), Kind: "signal", Name: "go", ProcessInstanceID: 1}})
 		require.Error(t, err, "the zero time is refused")
+		_, err = b.s.InsertSubscriptions(b.ctx, []store.Subscription{subscription("go", 1, 2), {Kind: "signal", Name: "go", ProcessInstanceID: 1, CreatedAt: t0}})
+		require.Error(t, err, "an id of 0 is refused")
 		require.Len(t, list(t, b, store.ListSubscriptionsParams{}), 2, "nothing of a refused batch is stored")
 	})
 
 	t.Run("ListFilters", func(t *testing.T) {
 		b := h.setup(t)
-		other := subscription("go", 2, 20)
-		other.Kind = "other"
-		subs := insert(t, b,
+		subs := []store.Subscription{
 			subscription("go", 1, 10),   // 0
 			subscription("Go", 1, 11),   // 1: names are case-sensitive
 			subscription("go", 2, 12),   // 2
-			other,                       // 3
+			subscription("go", 2, 20),   // 3
 			subscription("stop", 3, 13), // 4
-		)
+		}
+		subs[3].Kind = "other"
+		subs = insert(t, b, subs...)
 		pick := func(is ...int) []int64 {
 			out := make([]int64, len(is))
 			for i, n := range is {

@@ -21,9 +21,15 @@ func timer(piID int64, kind string, due time.Time) store.Timer {
 	}
 }
 
-// insertTimers stores timers and returns them as stored.
+// insertTimers stores timers, giving a new id to those without one, and
+// returns them as stored.
 func insertTimers(t *testing.T, b bundle, timers ...store.Timer) []store.Timer {
 	t.Helper()
+	for i := range timers {
+		if timers[i].ID == 0 {
+			timers[i].ID = nextID()
+		}
+	}
 	got, err := b.s.InsertTimers(b.ctx, timers)
 	require.NoError(t, err)
 	require.Len(t, got, len(timers))
@@ -72,24 +78,23 @@ func (h *harness) testTimers(t *testing.T) {
 			{
 				ProcessInstanceID: 7, ActivityInstanceID: 8, Kind: "deadline", Key: "0",
 				DueAt: at(time.Hour).In(zone), Count: 3, Payload: []byte(`{"deadline":0}`), CreatedAt: t0.In(zone),
-				// Ignored: the store assigns the ID, and a new timer has
+				// The caller's ID is kept. Ignored: a new timer has
 				// neither fired nor been paused. An empty State is pending.
-				ID: 99, FiredAt: ptr(t0), PausedAt: ptr(t0),
+				ID: nextID(), FiredAt: ptr(t0), PausedAt: ptr(t0),
 			},
 			// Argument order, not due order, is the order returned.
-			{DefinitionID: 5, Kind: "start", Key: "main", State: store.TimerPending, DueAt: at(time.Minute), Payload: []byte(`{}`), CreatedAt: at(time.Second)},
+			{ID: nextID(), DefinitionID: 5, Kind: "start", Key: "main", State: store.TimerPending, DueAt: at(time.Minute), Payload: []byte(`{}`), CreatedAt: at(time.Second)},
 			// A state given is kept.
-			{ProcessInstanceID: 7, Kind: "limit", State: store.TimerPaused, DueAt: at(2 * time.Hour), PausedAt: ptr(at(-time.Hour)), CreatedAt: t0},
+			{ID: nextID(), ProcessInstanceID: 7, Kind: "limit", State: store.TimerPaused, DueAt: at(2 * time.Hour), PausedAt: ptr(at(-time.Hour)), CreatedAt: t0},
 			// Empty payloads come back nil.
-			{ProcessInstanceID: 9, ActivityInstanceID: 10, Kind: "reminder", Key: "r", DueAt: at(-time.Minute), Payload: []byte{}, CreatedAt: t0},
+			{ID: nextID(), ProcessInstanceID: 9, ActivityInstanceID: 10, Kind: "reminder", Key: "r", DueAt: at(-time.Minute), Payload: []byte{}, CreatedAt: t0},
 		}
 		got, err := b.s.InsertTimers(b.ctx, in)
 		require.NoError(t, err)
 		require.Len(t, got, len(in))
-		for i := 1; i < len(got); i++ {
-			require.Greater(t, got[i].ID, got[i-1].ID, "IDs are assigned in argument order")
+		for i := range got {
+			require.Equal(t, in[i].ID, got[i].ID, "the caller's ids, in argument order")
 		}
-		require.NotEqual(t, int64(99), got[0].ID)
 		want := []store.Timer{
 			{
 				ID: got[0].ID, ProcessInstanceID: 7, ActivityInstanceID: 8, Kind: "deadline", Key: "0", State: store.TimerPending,

@@ -19,17 +19,22 @@ var (
 	finance = store.Principal{Kind: store.PrincipalUnit, ID: "finance"}
 )
 
-// offered returns an unstored Offered work item of process instance 1.
+// offered returns an unstored Offered work item of process instance 1,
+// with a new id.
 func offered(process, activity string, priority int) store.WorkItem {
 	return store.WorkItem{
-		ProcessInstanceID: 1, ActivityInstanceID: 2, ProcessDefID: process, ActivityDefID: activity,
+		ID: nextID(), ProcessInstanceID: 1, ActivityInstanceID: 2, ProcessDefID: process, ActivityDefID: activity,
 		Name: activity, State: "Offered", Priority: priority, CreatedAt: t0, UpdatedAt: t0,
 	}
 }
 
-// insertItem stores item, visible to visibleTo.
+// insertItem stores item, visible to visibleTo, with a new id unless it
+// has one.
 func insertItem(t *testing.T, b bundle, item store.WorkItem, visibleTo ...store.Principal) store.WorkItem {
 	t.Helper()
+	if item.ID == 0 {
+		item.ID = nextID()
+	}
 	wi, err := b.s.InsertWorkItem(b.ctx, store.InsertWorkItemParams{Item: item, VisibleTo: visibleTo})
 	require.NoError(t, err)
 	return wi
@@ -57,17 +62,19 @@ func (h *harness) testWorkItems(t *testing.T) {
 		}
 		wi, err := b.s.InsertWorkItem(b.ctx, store.InsertWorkItemParams{Item: in})
 		require.NoError(t, err)
-		require.NotZero(t, wi.ID)
+		require.Equal(t, in.ID, wi.ID, "the caller's id")
 		want := in
-		want.ID, want.Version = wi.ID, 1
+		want.Version = 1
 		want.CreatedAt, want.UpdatedAt, want.EndedAt, want.DueAt = norm(in.CreatedAt), norm(in.UpdatedAt), normPtr(in.EndedAt), normPtr(in.DueAt)
 		require.Equal(t, want, wi)
 		got, err := b.s.GetWorkItem(b.ctx, wi.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
+		_, err = b.s.InsertWorkItem(b.ctx, store.InsertWorkItemParams{Item: in})
+		require.ErrorIs(t, err, store.ErrDuplicate, "an id already stored")
 
 		open, err := b.s.InsertWorkItem(b.ctx, store.InsertWorkItemParams{Item: store.WorkItem{
-			ProcessInstanceID: 3, ActivityInstanceID: 5, State: "Offered", Assignees: []store.Principal{}, Result: []byte{},
+			ID: nextID(), ProcessInstanceID: 3, ActivityInstanceID: 5, State: "Offered", Assignees: []store.Principal{}, Result: []byte{},
 			CreatedAt: t0, UpdatedAt: t0,
 		}})
 		require.NoError(t, err)
@@ -209,8 +216,9 @@ func (h *harness) testWorkItems(t *testing.T) {
 	t.Run("InvalidParams", func(t *testing.T) {
 		b := h.setup(t)
 		for name, p := range map[string]store.InsertWorkItemParams{
-			"ZeroCreatedAt":  {Item: store.WorkItem{State: "Offered", UpdatedAt: t0}},
-			"ZeroUpdatedAt":  {Item: store.WorkItem{State: "Offered", CreatedAt: t0}},
+			"ZeroCreatedAt":  {Item: store.WorkItem{ID: nextID(), State: "Offered", UpdatedAt: t0}},
+			"ZeroUpdatedAt":  {Item: store.WorkItem{ID: nextID(), State: "Offered", CreatedAt: t0}},
+			"ZeroItemID":     {Item: store.WorkItem{State: "Offered", CreatedAt: t0, UpdatedAt: t0}},
 			"NoKind":         {Item: offered("p", "a", 0), VisibleTo: []store.Principal{alice, {ID: "x"}}},
 			"NoID":           {Item: offered("p", "a", 0), VisibleTo: []store.Principal{{Kind: store.PrincipalRole}}},
 			"LowestPriority": {Item: offered("p", "a", math.MinInt64)},
