@@ -58,7 +58,8 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 
 # The adversarial suite, long: the randomised run with ADVERSARY_SEEDS seeds
 # of ADVERSARY_OPS operations on SQLite (a quarter of the seeds on
-# MySQL/MariaDB when GOXPDL_MYSQL_DSN is set), and the named scenarios
+# MySQL/MariaDB when GOXPDL_MYSQL_DSN is set, and on PostgreSQL when
+# GOXPDL_POSTGRES_DSN is), and the named scenarios
 # (docs/testing.md). A failure prints its seed and how to run it again.
 ADVERSARY_SEEDS ?= 200
 ADVERSARY_OPS ?= 1000
@@ -130,14 +131,15 @@ fmt-check: ## fail if gofmt would change a file
 
 # The crash test (internal/crashtest, issue #6) kills engine nodes with
 # SIGKILL under load and verifies that nothing was lost or done twice.
-# The MySQL scenarios run when GOXPDL_MYSQL_DSN is set; each gets a fresh
-# database named after the DSN's. CRASH_FLAGS adds flags to every run
+# The MySQL scenarios run when GOXPDL_MYSQL_DSN is set, the PostgreSQL
+# ones when GOXPDL_POSTGRES_DSN is; each gets a fresh database named after
+# the DSN's. CRASH_FLAGS adds flags to every run
 # (e.g. CRASH_FLAGS='-seed 42 -json'). Every scenario runs, and the
 # target fails if one of them did.
 CRASH_FLAGS ?=
 
 .PHONY: crash-test
-crash-test: ## crash test by hand: 1,000 instances, 20 kills; SQLite, then MySQL, three nodes and a MariaDB restart
+crash-test: ## crash test by hand: 1,000 instances, 20 kills; SQLite, then MySQL, three nodes and a MariaDB restart, then PostgreSQL and three nodes on it
 	go build -o bin/crashtest ./internal/crashtest
 	@status=0; \
 	./bin/crashtest -scenario sqlite -instances 1000 -kills 20 $(CRASH_FLAGS) || status=1; \
@@ -147,6 +149,12 @@ crash-test: ## crash test by hand: 1,000 instances, 20 kills; SQLite, then MySQL
 		./bin/crashtest -scenario mysql-restart -instances 1000 -db-restarts 2 $(CRASH_FLAGS) || status=1; \
 	else \
 		echo "GOXPDL_MYSQL_DSN is not set: the mysql, multi and mysql-restart scenarios are skipped"; \
+	fi; \
+	if [ -n "$$GOXPDL_POSTGRES_DSN" ]; then \
+		./bin/crashtest -scenario postgres -instances 1000 -kills 20 $(CRASH_FLAGS) || status=1; \
+		./bin/crashtest -scenario postgres-multi -instances 1000 -kills 5 $(CRASH_FLAGS) || status=1; \
+	else \
+		echo "GOXPDL_POSTGRES_DSN is not set: the postgres and postgres-multi scenarios are skipped"; \
 	fi; \
 	exit $$status
 
@@ -165,7 +173,7 @@ fault-test: ## the fault suite over the spec and host transactions, FAULTS of ea
 	GOXPDL_FAULTS=$(FAULTS) go test -race -count=1 -timeout 0 -run 'TestSpecFaults|TestHostTxFaults|TestAmbiguousCommit' -v ./engine | grep -E '^(---|ok|FAIL|PASS)|faults injected|statements in the host'
 
 .PHONY: crash-test-short
-crash-test-short: ## crash test for CI: 200 instances, 5 kills on SQLite, and on MySQL when GOXPDL_MYSQL_DSN is set
+crash-test-short: ## crash test for CI: 200 instances, 5 kills on SQLite, on MySQL when GOXPDL_MYSQL_DSN is set, on PostgreSQL when GOXPDL_POSTGRES_DSN is
 	go build -o bin/crashtest ./internal/crashtest
 	@status=0; \
 	./bin/crashtest -scenario sqlite -instances 200 -kills 5 -kill-max 2s -final-timeout 80s -stall-timeout 40s $(CRASH_FLAGS) || status=1; \
@@ -173,5 +181,10 @@ crash-test-short: ## crash test for CI: 200 instances, 5 kills on SQLite, and on
 		./bin/crashtest -scenario mysql -instances 200 -kills 5 -kill-max 2s -final-timeout 80s -stall-timeout 40s $(CRASH_FLAGS) || status=1; \
 	else \
 		echo "GOXPDL_MYSQL_DSN is not set: the mysql scenario is skipped"; \
+	fi; \
+	if [ -n "$$GOXPDL_POSTGRES_DSN" ]; then \
+		./bin/crashtest -scenario postgres -instances 200 -kills 5 -kill-max 2s -final-timeout 80s -stall-timeout 40s $(CRASH_FLAGS) || status=1; \
+	else \
+		echo "GOXPDL_POSTGRES_DSN is not set: the postgres scenario is skipped"; \
 	fi; \
 	exit $$status

@@ -443,9 +443,11 @@ func (a *auditing) write(ctx context.Context, hostTx *gorm.DB, err error) {
 	}
 }
 
-// clip cuts s to at most n bytes, at a character boundary.
+// clip cuts s to at most n bytes, at a character boundary, its invalid
+// bytes and NULs replaced by U+FFFD.
 func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD") // the audit log's columns hold text
+	s = strings.ToValidUTF8(s, "\uFFFD")        // the audit log's columns hold text
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD") // which on PostgreSQL refuses NUL
 	if len(s) <= n {
 		return s
 	}

@@ -314,7 +314,8 @@ func (e *Engine) lockLost(d *deployment) bool {
 }
 
 // Group commit (groupcommit.go): how many database transactions run the
-// engine's own transactions at once on MySQL (SQLite has one writer), and
+// engine's own transactions at once on MySQL and PostgreSQL (SQLite has
+// one writer), and
 // how many engine transactions one of them carries at most.
 const (
 	mysqlCommitLanes = 4
@@ -490,8 +491,8 @@ func New(cfg Config) (*Engine, error) {
 		tracer:   tracerOf(cfg.TracerProvider),
 	}
 	lanes := 1 // SQLite has one writer
-	if st.Capabilities().Dialect == store.DialectMySQL {
-		lanes = mysqlCommitLanes
+	if st.Capabilities().Dialect != store.DialectSQLite {
+		lanes = mysqlCommitLanes // MySQL/MariaDB and PostgreSQL: row locks
 	}
 	e.commits = newGroupCommitter(st, lanes, maxCommitGroup, cfg.Clock, cfg.Logger)
 	if e.observer != nil {

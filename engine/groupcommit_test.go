@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
@@ -49,7 +50,7 @@ func insertScratch(key string) txBody {
 func scratchKeys(t *testing.T, db *gorm.DB) []string {
 	t.Helper()
 	var keys []string
-	require.NoError(t, db.Model(&scratch{}).Order("`key`").Pluck("key", &keys).Error)
+	require.NoError(t, db.Model(&scratch{}).Order(clause.OrderByColumn{Column: clause.Column{Name: "key"}}).Pluck("key", &keys).Error)
 	return keys
 }
 

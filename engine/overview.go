@@ -90,7 +90,7 @@ type TimerCounts struct {
 
 // DatabaseInfo names the database behind the engine.
 type DatabaseInfo struct {
-	// Dialect is "sqlite" or "mysql" (MySQL or MariaDB).
+	// Dialect is "sqlite", "mysql" (MySQL or MariaDB) or "postgres".
 	Dialect string `json:"dialect"`
 	// Version is the server's version, as it reports it.
 	Version string `json:"version"`

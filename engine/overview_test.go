@@ -131,7 +131,7 @@ func TestOverview(t *testing.T) {
 		require.Equal(t, engine.EventBacklog{Unprocessed: 1, Oldest: &oldest, Lag: 30 * time.Second}, o.Events)
 		require.Equal(t, engine.TimerCounts{Due: 0, Pending: 1}, o.Timers)
 
-		require.Equal(t, map[string]string{"sqlite": store.DialectSQLite, "mysql": store.DialectMySQL}[db.Name()], o.Database.Dialect)
+		require.Equal(t, map[string]string{"sqlite": store.DialectSQLite, "mysql": store.DialectMySQL, "postgres": store.DialectPostgres}[db.Name()], o.Database.Dialect)
 		require.Regexp(t, `^\d+\.\d+`, o.Database.Version)
 
 		require.Len(t, o.Nodes, 1)

@@ -21,7 +21,7 @@ type Settings struct {
 	// this run of it (event, timer and batch claims carry it).
 	NodeID string `json:"nodeId"`
 	Run    string `json:"run"`
-	// Database is the store's dialect: "sqlite" or "mysql".
+	// Database is the store's dialect: "sqlite", "mysql" or "postgres".
 	Database string `json:"database"`
 	// Location is the time zone of dates without one and of calendar
 	// schedules.

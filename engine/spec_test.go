@@ -40,19 +40,24 @@ const specDir = "../testdata/spec"
 // script of commands (deploy, start, complete, fail, advance, ...) on a
 // fresh engine with a fake clock, and the expected output of each command
 // is the trace of what the engine did. It runs on an in-memory SQLite
-// database and, when GOXPDL_MYSQL_DSN is set, on MySQL/MariaDB, against
-// the same expected output. `go test ./engine -run Spec -rewrite`
+// database and, when GOXPDL_MYSQL_DSN or GOXPDL_POSTGRES_DSN is set, on
+// MySQL/MariaDB or PostgreSQL, against the same expected output. `go test ./engine -run Spec -rewrite`
 // regenerates the output; review the diff.
 func TestSpec(t *testing.T) {
 	t.Parallel()
-	dialects := []dbtest.Dialect{{Name: "SQLite", Open: dbtest.OpenSQLiteMemory}, {Name: "MySQL", Open: dbtest.OpenMySQL}}
+	dialects := []dbtest.Dialect{{Name: "SQLite", Open: dbtest.OpenSQLiteMemory}, {Name: "MySQL", Open: dbtest.OpenMySQL}, {Name: "Postgres", Open: dbtest.OpenPostgres}}
 	for _, d := range dialects {
 		t.Run(d.Name, func(t *testing.T) {
 			t.Parallel()
-			if d.Name == "MySQL" {
-				dbtest.MySQLDSN(t) // skips, with the reason, when no server is named
+			if d.Name != "SQLite" {
+				// Skips, with the reason, when no server is named.
+				if d.Name == "MySQL" {
+					dbtest.MySQLDSN(t)
+				} else {
+					dbtest.PostgresDSN(t)
+				}
 				if f := flag.Lookup("rewrite"); f != nil && f.Value.String() == "true" {
-					t.Skip("-rewrite takes the output from SQLite; run again without it to check MySQL against it")
+					t.Skip("-rewrite takes the output from SQLite; run again without it to check " + d.Name + " against it")
 				}
 			}
 			datadriven.Walk(t, specDir, func(t *testing.T, path string) {

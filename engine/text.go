@@ -3,12 +3,15 @@ package engine
 import (
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
 // TextError refuses a text argument the engine could not keep as it was
 // given: text that is not valid UTF-8 (MySQL/MariaDB columns refuse it,
-// and JSON would silently replace it), or a name or key longer than the
+// and JSON would silently replace it), text with a NUL character
+// (PostgreSQL's text columns refuse it; refused on every database, so
+// that they all keep the same texts), or a name or key longer than the
 // column that holds it (maxKey bytes). Nothing was changed. It matches
 // ErrBadArgument, as the engine's other refusals of unusable arguments do.
 type TextError struct {
@@ -37,14 +40,17 @@ const maxKey = 255
 const maxErrorText = 16 << 10
 
 // errorText is an error's text as the engine keeps it: valid UTF-8 (an
-// invalid byte replaced) and at most maxErrorText bytes.
+// invalid byte, and a NUL, replaced) and at most maxErrorText bytes.
 func errorText(s string) string { return clip(s, maxErrorText) }
 
-// checkText refuses s as field when it is not valid UTF-8 or, with
-// max > 0, longer than max bytes.
+// checkText refuses s as field when it is not valid UTF-8, holds a NUL
+// or, with max > 0, is longer than max bytes.
 func checkText(field, s string, max int) error {
 	if !utf8.ValidString(s) {
 		return &TextError{Field: field, Reason: "is not valid UTF-8"}
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return &TextError{Field: field, Reason: "holds a NUL character (U+0000), which PostgreSQL cannot store in text"}
 	}
 	if max > 0 && len(s) > max {
 		return &TextError{Field: field, Reason: fmt.Sprintf("is %d bytes long, longer than the %d it may be", len(s), max)}

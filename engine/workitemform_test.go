@@ -271,7 +271,7 @@ func TestSettingsAndIncident(t *testing.T) {
 		require.Equal(t, "memory 64 MiB, call depth 1024, result 1.0 MiB (all together 4.0 MiB)", s.ScriptLimits.String())
 		require.Equal(t, engine.RetentionSettings{On: true, MaxAge: 48 * time.Hour, Schedule: "@hourly", BatchSize: engine.DefaultPurgeBatch}, s.Retention)
 		require.Empty(t, s.NotifyTypes, "no Notify")
-		require.Contains(t, []string{"sqlite", "mysql"}, s.Database)
+		require.Contains(t, []string{"sqlite", "mysql", "postgres"}, s.Database)
 
 		h.e.RegisterApplication("risky", func(_ context.Context, _ *engine.Call) (map[string]any, error) {
 			return nil, errors.New("card declined")

@@ -75,7 +75,8 @@ func failure(t *testing.T, fn func(tb enginetest.TB)) string {
 }
 
 // each runs fn on a harness over each database: the default in-memory
-// SQLite, and MySQL/MariaDB when GOXPDL_MYSQL_DSN names a server.
+// SQLite, MySQL/MariaDB when GOXPDL_MYSQL_DSN names a server, and
+// PostgreSQL (through WithDSN) when GOXPDL_POSTGRES_DSN does.
 func each(t *testing.T, fn func(t *testing.T, opts ...enginetest.Option)) {
 	t.Helper()
 	t.Run("SQLite", func(t *testing.T) {
@@ -86,6 +87,10 @@ func each(t *testing.T, fn func(t *testing.T, opts ...enginetest.Option)) {
 		t.Parallel()
 		db := dbtest.OpenMySQL(t)
 		fn(t, enginetest.WithDB(db))
+	})
+	t.Run("Postgres", func(t *testing.T) {
+		t.Parallel()
+		fn(t, enginetest.WithDSN(dbtest.PostgresURL(t))) // as --db names it
 	})
 }
 

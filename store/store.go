@@ -29,14 +29,15 @@ type Store interface {
 
 	// DatabaseFile returns the file the database lives in when it is a
 	// file of this machine (SQLite), and "" otherwise (an in-memory
-	// SQLite database, a MySQL server): the file an engine process locks
+	// SQLite database, a MySQL or PostgreSQL server): the file an engine process locks
 	// for itself (recovery.LockFile).
 	DatabaseFile(ctx context.Context) (string, error)
 }
 
 // Capabilities describes what the database behind a Store can do.
 type Capabilities struct {
-	// Dialect names the database: DialectSQLite or DialectMySQL.
+	// Dialect names the database: DialectSQLite, DialectMySQL or
+	// DialectPostgres.
 	Dialect string
 	// SupportsSkipLocked reports that ClaimEvents skips rows another
 	// transaction has locked (SELECT ... FOR UPDATE SKIP LOCKED), so that
@@ -52,6 +53,8 @@ const (
 	DialectSQLite = "sqlite"
 	// DialectMySQL is MySQL 8 or MariaDB 10.6 and later.
 	DialectMySQL = "mysql"
+	// DialectPostgres is PostgreSQL 13 and later.
+	DialectPostgres = "postgres"
 )
 
 // Tx holds every data method of the store. It is implemented by Store

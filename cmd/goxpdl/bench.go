@@ -58,7 +58,8 @@ Flags:
 	                    (default: the one of the first file that no other
 	                    process in its package uses as a subflow)
 	--db DSN            default: in-memory SQLite.
-	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
+	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB |
+	                    postgres://USER:PASS@HOST:PORT/DB
 	                    The engine's tables are created if missing; the
 	                    instances stay in the database afterwards.
 	--instances N       process instances to run (default 1000)
@@ -845,6 +846,9 @@ func measureBaseline(ctx context.Context, db *gorm.DB, clock timer.Clock, c int,
 		return 0, fmt.Errorf("create %s: %w", baselineTable, err)
 	}
 	insert := "INSERT INTO " + baselineTable + " (worker, n) VALUES (?, ?)"
+	if db.Name() == "postgres" { // straight to the driver: its placeholders
+		insert = "INSERT INTO " + baselineTable + " (worker, n) VALUES ($1, $2)"
+	}
 	var commits atomic.Int64
 	var wg sync.WaitGroup
 	var once sync.Once

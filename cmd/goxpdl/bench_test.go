@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +130,29 @@ func TestReportFill(t *testing.T) {
 	require.InDelta(t, 4.0, r.P99Ms, 1e-9)
 	require.InDelta(t, 0.015, *r.ActivitiesPerBaselineCommit, 1e-9)
 	require.InDelta(t, 0.002, *r.InstancesPerBaselineCommit, 1e-9, "1.5/1000, rounded to 3 digits")
+}
+
+// TestBenchOnServers runs a small bench, baseline included, on MySQL/
+// MariaDB and PostgreSQL (each when its variable names a server): the
+// baseline writes its scratch table with the driver's own statements.
+func TestBenchOnServers(t *testing.T) {
+	t.Parallel()
+	for name, db := range serveDBs(t) {
+		if name == "SQLite" {
+			continue // bench.txtar
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"bench", "--instances", "3", "--concurrency", "2", "--baseline", "--json", "--db", db(t)}, strings.NewReader(""), &stdout, &stderr)
+			require.Equal(t, exitOK, code, stderr.String())
+			var rep struct {
+				Completed int     `json:"completed"`
+				Baseline  float64 `json:"baseline_commits_per_s"`
+			}
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+			require.Equal(t, 3, rep.Completed)
+			require.Positive(t, rep.Baseline)
+		})
+	}
 }

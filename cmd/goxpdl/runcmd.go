@@ -40,7 +40,8 @@ Flags (before the files):
 	                    it (default: the one of the first file that no other
 	                    process in its package uses as a subflow)
 	--db DSN            default: in-memory SQLite.
-	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB
+	                    sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB |
+	                    postgres://USER:PASS@HOST:PORT/DB
 	--timeout D         give up waiting D after the instance started (default
 	                    60s; 0: never), as on
 	                    Ctrl-C (SIGINT) or SIGTERM: print where the instance

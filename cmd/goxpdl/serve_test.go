@@ -36,12 +36,14 @@ import (
 )
 
 // serveDBs are the databases serve is tested on, as --db values: a
-// SQLite file always, and a fresh MySQL/MariaDB database when
-// GOXPDL_MYSQL_DSN is set.
+// SQLite file always, a fresh MySQL/MariaDB database when
+// GOXPDL_MYSQL_DSN is set, and a fresh PostgreSQL schema when
+// GOXPDL_POSTGRES_DSN is.
 func serveDBs(t *testing.T) map[string]func(t *testing.T) string {
 	return map[string]func(t *testing.T) string{
-		"SQLite": func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "e.db") },
-		"MySQL":  mysqlServeDSN,
+		"SQLite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "e.db") },
+		"MySQL":    mysqlServeDSN,
+		"Postgres": func(t *testing.T) string { return dbtest.PostgresURL(t) },
 	}
 }
 
@@ -367,7 +369,7 @@ func TestServeRefuses(t *testing.T) {
 		{serveOptions{users: empty}, exitUsage, "holds no users"},
 		{serveOptions{deploy: listFlags{bad}}, exitProblems, "goxpdl serve: nothing deployed"},
 		{serveOptions{deploy: listFlags{filepath.Join(dir, "none.xpdl")}}, exitUsage, "none.xpdl"},
-		{serveOptions{db: "postgres://x"}, exitUsage, "--db"},
+		{serveOptions{db: "oracle://x"}, exitUsage, "--db"},
 		{serveOptions{logFormat: "xml"}, exitUsage, `--log-format "xml": want text or json`},
 		{serveOptions{logLevel: "loud"}, exitUsage, `--log-level "loud"`},
 		{serveOptions{publish: "amqp://127.0.0.1:5672"}, exitUsage, "--publish: \"amqp://127.0.0.1:5672\": want kafka://"},

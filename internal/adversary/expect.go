@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/goxpdl/goxpdl/engine"
@@ -330,7 +331,7 @@ func expect(w *world, op Op) expectation {
 }
 
 func expectStart(w *world, op Op) expectation {
-	if !utf8.ValidString(op.BKey) || len(op.BKey) > 255 {
+	if !utf8.ValidString(op.BKey) || strings.IndexByte(op.BKey, 0) >= 0 || len(op.BKey) > 255 {
 		return refuse(engine.ErrBadArgument) // checked before anything else
 	}
 	if j, used := w.byKey[op.Key]; used && op.Key != "" {

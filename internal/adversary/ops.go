@@ -146,7 +146,9 @@ func short(v any) string {
 }
 
 // hostile are the strings the generator puts in business keys and STRING
-// variables: each must come back byte for byte.
+// variables: each must come back byte for byte, except "a\x00b" as a
+// business key (a NUL, refused as a key on every database, since
+// PostgreSQL's text cannot hold it; a variable keeps it).
 var hostile = []string{
 	"", "plain", `it's "quoted" \ back\slash`, `'; DROP TABLE goxpdl_process_instances; --`, "a\x00b",
 	"🙂 ünïcödé ☃ 𝄞", "100%_off", "line\nbreak\ttab\r", "`backtick`", "<xml attr=\"&amp;\"/>",
@@ -154,7 +156,7 @@ var hostile = []string{
 }
 
 // refusedKeys are business keys a start must refuse (ErrBadArgument): not
-// valid UTF-8, longer than 255 bytes.
+// valid UTF-8, longer than 255 bytes (and, from hostile, with a NUL).
 var refusedKeys = []string{"a\xff\xfeb", "\xed\xa0\x80", strings.Repeat("é", 128)}
 
 // gen makes operations from a seeded source: the same seed and the same

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of freshPostgres
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/store/gormstore"
@@ -20,7 +22,8 @@ const (
 	mysqlPrefix  = gormstore.MySQLScheme
 )
 
-// openDB opens "sqlite:PATH" or "mysql://DSN" (gormstore.OpenDSN).
+// openDB opens "sqlite:PATH", "mysql://DSN" or "postgres://URL"
+// (gormstore.OpenDSN).
 func openDB(dsn string) (*gorm.DB, error) { return gormstore.OpenDSN(dsn) }
 
 // closeDB closes db's pool; there is nothing to do about a failure.
@@ -42,7 +45,7 @@ type databases struct {
 }
 
 // prepareDatabases makes empty databases for the scenario: SQLite files
-// in workDir, or a fresh MySQL database.
+// in workDir, or a fresh MySQL or PostgreSQL database.
 func prepareDatabases(ctx context.Context, cfg config, workDir string) (databases, error) {
 	if cfg.scenario == scenarioSQLite {
 		engineDB := filepath.Join(workDir, "engine.db")
@@ -51,6 +54,13 @@ func prepareDatabases(ctx context.Context, cfg config, workDir string) (database
 			journal: sqlitePrefix + filepath.Join(workDir, "journal.db"),
 			about:   "sqlite:" + engineDB,
 		}, nil
+	}
+	if isPostgres(cfg.scenario) {
+		u, err := freshPostgres(ctx, cfg.pg, cfg.scenario)
+		if err != nil {
+			return databases{}, err
+		}
+		return databases{engine: u, journal: u, about: gormstore.RedactDSN(u)}, nil
 	}
 	dsn, err := freshMySQL(ctx, strings.TrimPrefix(cfg.db, mysqlPrefix), cfg.scenario)
 	if err != nil {
@@ -133,4 +143,34 @@ func dropTables(ctx context.Context, dsn string) error {
 		return fmt.Errorf("mysql: drop %s: %w", strings.Join(tables, ", "), err)
 	}
 	return nil
+}
+
+// freshPostgres returns the URL of an empty database for scenario: a new
+// database on the server pg names, called after pg's database with
+// "_ct_" and the scenario appended (dropped first when it exists).
+func freshPostgres(ctx context.Context, pg, scenario string) (string, error) {
+	u, err := url.Parse(pg)
+	if err != nil || !strings.HasPrefix(pg, gormstore.PostgresScheme) && !strings.HasPrefix(pg, gormstore.PostgresqlScheme) {
+		return "", fmt.Errorf("-pg %s: not a postgres:// URL", gormstore.RedactDSN(pg))
+	}
+	base := strings.TrimPrefix(u.Path, "/")
+	if base == "" {
+		base = "goxpdl"
+	}
+	name := base + "_ct_" + strings.ReplaceAll(scenario, "-", "_")
+	conn, err := sql.Open("pgx", pg)
+	if err != nil {
+		return "", fmt.Errorf("postgres %s: %w", u.Host, err)
+	}
+	defer func() { _ = conn.Close() }()
+	for _, stmt := range []string{
+		`DROP DATABASE IF EXISTS "` + name + `" WITH (FORCE)`,
+		`CREATE DATABASE "` + name + `" TEMPLATE template0 ENCODING 'UTF8'`,
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return "", fmt.Errorf("postgres %s: %s: %w", u.Host, stmt, err)
+		}
+	}
+	u.Path = "/" + name
+	return u.String(), nil
 }

@@ -31,6 +31,9 @@
 //     time is measured) and it is restarted, except after the last kill;
 //   - mysql-restart: MariaDB itself is shut down and started again in the
 //     middle of the load (-db-restarts times); the nodes must carry on.
+//   - postgres, postgres-multi: mysql and multi on PostgreSQL (-pg or
+//     GOXPDL_POSTGRES_DSN); the run gets a fresh database on that server,
+//     named after the URL's.
 //
 // The report (text, or JSON with -json) gives the kills, the instances,
 // the lost and duplicated ones, the duplicate application calls and the
@@ -114,12 +117,27 @@ const (
 	scenarioMySQL        = "mysql"
 	scenarioMulti        = "multi"
 	scenarioMySQLRestart = "mysql-restart"
+	// scenarioPostgres and scenarioPostgresMulti are mysql and multi on
+	// PostgreSQL.
+	scenarioPostgres      = "postgres"
+	scenarioPostgresMulti = "postgres-multi"
 )
+
+// isMulti reports a scenario of several nodes.
+func isMulti(scenario string) bool {
+	return scenario == scenarioMulti || scenario == scenarioPostgresMulti
+}
+
+// isPostgres reports a scenario on PostgreSQL.
+func isPostgres(scenario string) bool {
+	return scenario == scenarioPostgres || scenario == scenarioPostgresMulti
+}
 
 // config is the orchestrator's command line.
 type config struct {
 	scenario  string
 	db        string // MySQL DSN (go-sql-driver form, "mysql://" optional)
+	pg        string // PostgreSQL URL (postgres://...)
 	defs      string // folder of the XPDL load
 	instances int
 	kills     int
@@ -153,14 +171,15 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		say(stderr, "usage: crashtest [flags]\n       crashtest node [flags] (started by crashtest itself)\n\nflags:\n")
 		fset.PrintDefaults()
 	}
-	fset.StringVar(&cfg.scenario, "scenario", scenarioSQLite, "sqlite, mysql, multi or mysql-restart")
+	fset.StringVar(&cfg.scenario, "scenario", scenarioSQLite, "sqlite, mysql, multi, mysql-restart, postgres or postgres-multi")
 	fset.StringVar(&cfg.db, "db", os.Getenv("GOXPDL_MYSQL_DSN"), "MySQL DSN for mysql, multi and mysql-restart (default $GOXPDL_MYSQL_DSN)")
+	fset.StringVar(&cfg.pg, "pg", os.Getenv("GOXPDL_POSTGRES_DSN"), "PostgreSQL URL for postgres and postgres-multi (default $GOXPDL_POSTGRES_DSN)")
 	fset.StringVar(&cfg.defs, "defs", "testdata/crash", "folder of the XPDL packages to load")
 	fset.IntVar(&cfg.instances, "instances", 200, "process instances to start")
 	fset.IntVar(&cfg.kills, "kills", 5, "how many times a node is killed (SIGKILL)")
 	fset.IntVar(&cfg.seedBatch, "seed-batch", 1, "root instances the seeder starts per transaction (more seeds a large load faster)")
 	fset.BoolVar(&cfg.killWhenSeeded, "kill-when-seeded", false, "sqlite and mysql: hold the first kill until every root instance exists, so that the restart recovers the whole load in flight")
-	fset.IntVar(&cfg.nodes, "nodes", 0, "engine nodes (default 3 for multi, 1 otherwise)")
+	fset.IntVar(&cfg.nodes, "nodes", 0, "engine nodes (default 3 for multi and postgres-multi, 1 otherwise)")
 	fset.IntVar(&cfg.dbRestarts, "db-restarts", 1, "mysql-restart: how many times MariaDB is restarted")
 	fset.Uint64Var(&cfg.seed, "seed", 0, "seed of the random kill times and nodes (default: from the clock; the report prints it)")
 	fset.DurationVar(&cfg.killMin, "kill-min", 300*time.Millisecond, "shortest time a node runs before it is killed")
@@ -185,16 +204,22 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return cfg, errUsage
 	}
 	switch cfg.scenario {
-	case scenarioSQLite, scenarioMySQL, scenarioMulti, scenarioMySQLRestart:
+	case scenarioSQLite, scenarioMySQL, scenarioMulti, scenarioMySQLRestart, scenarioPostgres, scenarioPostgresMulti:
 	default:
-		return cfg, fmt.Errorf("-scenario %q: want %s, %s, %s or %s", cfg.scenario, scenarioSQLite, scenarioMySQL, scenarioMulti, scenarioMySQLRestart)
+		return cfg, fmt.Errorf("-scenario %q: want %s, %s, %s, %s, %s or %s", cfg.scenario, scenarioSQLite, scenarioMySQL, scenarioMulti,
+			scenarioMySQLRestart, scenarioPostgres, scenarioPostgresMulti)
 	}
-	if cfg.scenario != scenarioSQLite && cfg.db == "" {
+	switch {
+	case isPostgres(cfg.scenario):
+		if cfg.pg == "" {
+			return cfg, fmt.Errorf("-scenario %s needs a PostgreSQL URL: -pg or GOXPDL_POSTGRES_DSN", cfg.scenario)
+		}
+	case cfg.scenario != scenarioSQLite && cfg.db == "":
 		return cfg, fmt.Errorf("-scenario %s needs a MySQL DSN: -db or GOXPDL_MYSQL_DSN", cfg.scenario)
 	}
 	if cfg.nodes == 0 {
 		cfg.nodes = 1
-		if cfg.scenario == scenarioMulti {
+		if isMulti(cfg.scenario) {
 			cfg.nodes = 3
 		}
 	}
@@ -207,8 +232,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-kills and -db-restarts cannot be negative")
 	case cfg.nodes < 1:
 		return cfg, fmt.Errorf("-nodes %d: want at least 1", cfg.nodes)
-	case cfg.scenario == scenarioMulti && cfg.nodes < 2:
-		return cfg, fmt.Errorf("-scenario multi needs at least 2 nodes, not %d", cfg.nodes)
+	case isMulti(cfg.scenario) && cfg.nodes < 2:
+		return cfg, fmt.Errorf("-scenario %s needs at least 2 nodes, not %d", cfg.scenario, cfg.nodes)
 	case cfg.killMin < 0 || cfg.killMax < cfg.killMin:
 		return cfg, fmt.Errorf("-kill-min %v, -kill-max %v: want 0 <= min <= max", cfg.killMin, cfg.killMax)
 	case cfg.final <= 0 || cfg.takeover <= 0 || cfg.stall <= 0:

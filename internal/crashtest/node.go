@@ -48,7 +48,7 @@ func nodeMain(args []string, stderr io.Writer) int {
 	var cfg nodeConfig
 	fset := flag.NewFlagSet("crashtest node", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	fset.StringVar(&cfg.db, "db", "", "the engine's database: sqlite:PATH or mysql://DSN")
+	fset.StringVar(&cfg.db, "db", "", "the engine's database: sqlite:PATH, mysql://DSN or postgres://URL")
 	fset.StringVar(&cfg.journal, "journal", "", "the application-call journal's database, in the same form")
 	fset.StringVar(&cfg.id, "node-id", "node-1", "engine.Config.NodeID")
 	fset.StringVar(&cfg.defs, "defs", "testdata/crash", "folder of the XPDL packages")

@@ -119,7 +119,7 @@ func runScenario(ctx context.Context, cfg config, log *slog.Logger) (*Report, er
 		"kills", cfg.kills, "nodes", cfg.nodes, "seed", seed, "work", work)
 
 	switch cfg.scenario {
-	case scenarioMulti:
+	case scenarioMulti, scenarioPostgresMulti:
 		err = o.multi(ctx)
 	case scenarioMySQLRestart:
 		err = o.dbRestarts(ctx)

@@ -230,7 +230,7 @@ func (r *Report) writeText(w io.Writer) error {
 		r.AppCalls, r.DuplicateAppCalls, v.ReexecutedActivities, v.OrphanCalls)
 	p("  restart -> progress     %s\n", r.RestartToProgress.text())
 	p("  restart -> backlog done %s\n", r.RestartToBacklogDone.text())
-	if r.Scenario == scenarioMulti {
+	if isMulti(r.Scenario) {
 		p("  kill -> takeover        %s\n", r.TakeoverToProgress.text())
 		p("  kill -> claimed done    %s\n", r.TakeoverToProcessed.text())
 	}

@@ -103,7 +103,7 @@ func (s *Store) recordCounts(ctx context.Context, d countDeltas) error {
 func (s *Store) recordCountOf(ctx context.Context, id, version int64, state string, n int64) error {
 	stateExpr, args := "state", []any{}
 	if state != "" {
-		stateExpr, args = "?", append(args, state)
+		stateExpr, args = "?"+s.pgCast("varchar"), append(args, state)
 	}
 	args = append(args, n, id)
 	where := "`id` = ?"
@@ -112,7 +112,7 @@ func (s *Store) recordCountOf(ctx context.Context, id, version int64, state stri
 		args = append(args, version)
 	}
 	query := s.statementVerb("INSERT", tableInstanceCountDeltas) + " INTO `" + tableInstanceCountDeltas + "` (`definition_id`,`process_def_id`,`state`,`n`) " +
-		"SELECT `definition_id`, `process_def_id`, " + stateExpr + ", ? FROM `" + tableProcessInstances + "` WHERE " + where
+		"SELECT `definition_id`, `process_def_id`, " + stateExpr + ", ?" + s.pgCast("bigint") + " FROM `" + tableProcessInstances + "` WHERE " + where
 	return s.write(ctx, queuedWrite{what: fmt.Sprintf("count process instance %d", id), query: query, args: args})
 }
 
@@ -128,7 +128,7 @@ func (s *Store) CountProcessInstanceGroups(ctx context.Context) ([]store.Instanc
 	query := "SELECT definition_id, process_def_id, state, SUM(n) AS n FROM (" +
 		"SELECT definition_id, process_def_id, state, n FROM " + tableInstanceCounts +
 		" UNION ALL SELECT definition_id, process_def_id, state, n FROM " + tableInstanceCountDeltas +
-		") c GROUP BY definition_id, process_def_id, state HAVING SUM(n) <> 0 ORDER BY definition_id, process_def_id, state"
+		") c GROUP BY definition_id, process_def_id, state HAVING SUM(n) <> 0 ORDER BY definition_id, process_def_id" + s.collateC() + ", state" + s.collateC()
 	if err := s.db.WithContext(ctx).Raw(query).Scan(&rows).Error; err != nil {
 		return nil, wrap(err, "count process instances")
 	}
@@ -168,7 +168,7 @@ func (s *Store) CountProcessInstancesByDefinition(ctx context.Context) (map[int6
 	return out, nil
 }
 
-// FoldInstanceCounts implements store.Tx. On MySQL it locks the deltas
+// FoldInstanceCounts implements store.Tx. On MySQL and PostgreSQL it locks the deltas
 // it folds, from the first: a second fold waits for the first to commit
 // and then folds what is left. Folds run one at a time, so that their
 // upserts of the totals never deadlock (two multi-row INSERT … ON
@@ -182,7 +182,7 @@ func (s *Store) FoldInstanceCounts(ctx context.Context, limit int) (int, error) 
 	folded := 0
 	err := s.atomic(ctx, func(db *gorm.DB) error {
 		q := db.Order("id").Limit(limit)
-		if s.dialect == store.DialectMySQL {
+		if s.rowLocks() {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
 		}
 		var deltas []instanceCountDeltaModel
@@ -203,9 +203,9 @@ func (s *Store) FoldInstanceCounts(ctx context.Context, limit int) (int, error) 
 			if s.dialect == store.DialectMySQL {
 				query += " ON DUPLICATE KEY UPDATE `n` = `n` + VALUES(`n`)"
 			} else {
-				query += " ON CONFLICT (`definition_id`, `process_def_id`, `state`) DO UPDATE SET `n` = `n` + excluded.`n`"
+				query += " ON CONFLICT (`definition_id`, `process_def_id`, `state`) DO UPDATE SET `n` = `" + tableInstanceCounts + "`.`n` + excluded.`n`"
 			}
-			if err := db.Exec(query, args...).Error; err != nil {
+			if err := db.Exec(s.pgText(query, false), args...).Error; err != nil {
 				return err
 			}
 		}
@@ -260,12 +260,16 @@ func (s *Store) CountProcessInstances(ctx context.Context, params store.ListProc
 // range scans in one statement: of goxpdl_process_instances_created for
 // the starts, of goxpdl_process_instances_ended for the ends. The minute is the text of
 // the time up to its minutes ("2006-01-02 15:04"): SQLite keeps times as
-// text in that layout, MySQL formats its DATETIME so.
+// text in that layout, MySQL formats its DATETIME so, PostgreSQL's to_char
+// writes the UTC time so.
 func (s *Store) CountProcessInstancesPerMinute(ctx context.Context, params store.CountPerMinuteParams) ([]store.MinuteCount, error) {
 	from, to := dbTime(params.From.Truncate(time.Minute)), dbTime(params.To)
 	minute := func(col string) string {
-		if s.dialect == store.DialectMySQL {
+		switch s.dialect {
+		case store.DialectMySQL:
 			return "DATE_FORMAT(" + col + ", '%Y-%m-%d %H:%i')"
+		case store.DialectPostgres:
+			return "to_char(" + col + " AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI')"
 		}
 		return "substr(" + col + ", 1, 16)"
 	}
@@ -369,8 +373,11 @@ func (s *Store) CountPendingTimers(ctx context.Context, params store.CountTimers
 // ServerVersion implements store.Store.
 func (s *Store) ServerVersion(ctx context.Context) (string, error) {
 	query := "SELECT VERSION()"
-	if s.dialect == store.DialectSQLite {
+	switch s.dialect {
+	case store.DialectSQLite:
 		query = "SELECT sqlite_version()"
+	case store.DialectPostgres:
+		query = postgresServerVersion
 	}
 	var v string
 	if err := s.db.WithContext(ctx).Raw(query).Scan(&v).Error; err != nil {

@@ -21,7 +21,7 @@ const (
 
 // DSNForms describes the database names OpenDSN accepts, for usage texts
 // and errors.
-const DSNForms = "sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB"
+const DSNForms = "sqlite:PATH | mysql://USER:PASS@tcp(HOST:PORT)/DB | postgres://USER:PASS@HOST:PORT/DB"
 
 // ErrBadDSN is matched by the error of a database name OpenDSN or
 // ParseMySQLDSN cannot read (a *DSNError).
@@ -59,7 +59,9 @@ const redactedPassword = "xxxxx"
 //   - "sqlite:PATH": OpenSQLite(PATH); "sqlite::memory:" is a private
 //     in-memory database;
 //   - "mysql://USER:PASS@tcp(HOST:PORT)/DB?PARAMS": OpenMySQL with the
-//     go-sql-driver/mysql DSN that follows the scheme.
+//     go-sql-driver/mysql DSN that follows the scheme;
+//   - "postgres://USER:PASS@HOST:PORT/DB?PARAMS" (or postgresql://):
+//     OpenPostgres with that URL.
 //
 // A name of another form is refused with ErrBadDSN. No error of OpenDSN
 // holds the password: it names the database with RedactDSN.
@@ -75,6 +77,8 @@ func OpenDSN(dsn string) (*gorm.DB, error) {
 		db, err = OpenSQLite(path)
 	case strings.HasPrefix(dsn, MySQLScheme):
 		db, err = OpenMySQL(dsn)
+	case isPostgresDSN(dsn):
+		db, err = OpenPostgres(dsn)
 	default:
 		return nil, &DSNError{DSN: RedactDSN(dsn), Msg: "want " + DSNForms}
 	}

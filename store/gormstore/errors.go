@@ -24,7 +24,8 @@ const (
 
 // translate maps database errors to the store's sentinels, keeping the
 // original in the chain: the result matches both errors.Is(err,
-// store.ErrDuplicate) and errors.As(err, &*mysql.MySQLError). Errors it
+// store.ErrDuplicate) and errors.As(err, &*mysql.MySQLError) (or
+// *pgconn.PgError). Errors it
 // does not know pass through unchanged.
 func translate(err error) error {
 	if err == nil {
@@ -45,6 +46,16 @@ func translate(err error) error {
 		case mysqlErrDeadlock:
 			return fmt.Errorf("%w: %w", store.ErrConflict, err)
 		}
+		return err
+	}
+
+	switch pgCode(err) {
+	case pgUniqueViolation:
+		return fmt.Errorf("%w: %w", store.ErrDuplicate, err)
+	case pgSerializationFailure, pgDeadlockDetected:
+		return fmt.Errorf("%w: %w", store.ErrConflict, err)
+	case "":
+	default:
 		return err
 	}
 
@@ -75,9 +86,11 @@ const (
 
 // Transient reports whether err says that the database gave up on the
 // transaction or its connection, rather than on what a statement asked
-// for: a deadlock (MySQL 1213, which rolls the whole transaction back), a
-// lock wait timeout (1205), SQLite's BUSY, a lost connection
-// (driver.ErrBadConn, mysql.ErrInvalidConn). Nothing is wrong with the
+// for: a deadlock (MySQL 1213, which rolls the whole transaction back;
+// PostgreSQL 40P01), a serialization failure (PostgreSQL 40001), a lock
+// wait timeout (MySQL 1205, PostgreSQL 55P03), SQLite's BUSY, a lost
+// connection (driver.ErrBadConn, mysql.ErrInvalidConn, PostgreSQL's
+// class 08, a server shutting down or starting, pgx's closed connection). Nothing is wrong with the
 // work itself: the transaction is to be rolled back and tried again. The
 // engine does so for a step that met one, even through an application's
 // own statement in the step's transaction (Call.Tx), rather than failing
@@ -95,7 +108,10 @@ func Transient(err error) bool {
 		return myErr.Number == mysqlErrDeadlock || myErr.Number == mysqlErrLockWaitTimeout
 	}
 	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
+	if errors.As(err, &coded) {
+		return coded.Code()&0xff == sqliteBusy
+	}
+	return pgTransient(err)
 }
 
 // wrap adds the operation to a translated error.

@@ -17,6 +17,17 @@ import (
 // transaction or savepoint), so a duplicate EventID fails the whole batch
 // on both databases.
 func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
+	if s.dialect == store.DialectPostgres && !s.inTx() {
+		// pgInsertEvents undoes a failed batch with a statement of its
+		// own: in a transaction, so that no other node sees it meanwhile.
+		var out []store.Event
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			out, err = tx.InsertEvents(ctx, events)
+			return err
+		})
+		return out, err
+	}
 	done, err := s.writing(ctx)
 	if err != nil {
 		return nil, err
@@ -56,10 +67,14 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 	}
 	// Sent at once, not queued on a pipelined transaction: a duplicate
 	// EventID is the caller's answer (ErrDuplicate), not a later one's.
-	if err := insertChunks(ctx, s, tableEvents, eventColumnsWithID, rows, func(db *gorm.DB, query string, args []any, _ int) error {
+	insert := func(db *gorm.DB, query string, args []any, _ int) error {
 		_, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
 		return err
-	}); err != nil {
+	}
+	if s.dialect == store.DialectPostgres {
+		insert = s.pgInsertEvents(ctx)
+	}
+	if err := insertChunks(ctx, s, tableEvents, eventColumnsWithID, rows, insert); err != nil {
 		return nil, wrap(err, "insert %d events", len(events))
 	}
 	out := make([]store.Event, len(ms))

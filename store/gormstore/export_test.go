@@ -10,3 +10,11 @@ func WithoutReturning(s *Store) { s.returning = false }
 func Settings(s *Store) [4]bool {
 	return [4]bool{s.gate != nil, s.readCommitted, s.pipelined, s.returning}
 }
+
+// Translate is translate, for tests of the errors of a real server.
+var Translate = translate
+
+// PgText is (*Store).pgText on a Store of dialect.
+func PgText(dialect, q string, numbered bool) string {
+	return (&Store{dialect: dialect}).pgText(q, numbered)
+}

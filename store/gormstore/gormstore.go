@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 )
 
 // batchSize is the most rows one INSERT carries. It keeps statements below
-// the placeholder limits (32766 in SQLite, 65535 in MySQL) for the widest
+// the placeholder limits (32766 in SQLite, 65535 in MySQL and PostgreSQL) for the widest
 // table. A larger batch is inserted in a transaction of its own (a savepoint
 // inside an enclosing one), so it still succeeds or fails as a whole.
 const batchSize = 500
@@ -54,7 +55,8 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New returns a Store over db, which may be a connection pool or a
-// transaction. The dialect must be SQLite or MySQL/MariaDB; New does no IO,
+// transaction. The dialect must be SQLite, MySQL/MariaDB or PostgreSQL;
+// New does no IO,
 // so it is cheap to call once per host transaction.
 func New(db *gorm.DB) (*Store, error) {
 	if db == nil {
@@ -69,8 +71,10 @@ func New(db *gorm.DB) (*Store, error) {
 		dialect = store.DialectSQLite
 	case "mysql":
 		dialect = store.DialectMySQL
+	case "postgres":
+		dialect = store.DialectPostgres
 	default:
-		return nil, fmt.Errorf("gormstore: unsupported dialect %q (want sqlite or mysql)", name)
+		return nil, fmt.Errorf("gormstore: unsupported dialect %q (want sqlite, mysql or postgres)", name)
 	}
 	return &Store{
 		db: db, dialect: dialect, gate: gateFor(db),
@@ -79,11 +83,11 @@ func New(db *gorm.DB) (*Store, error) {
 }
 
 // Capabilities implements store.Store. MySQL means MySQL 8.0.1 or MariaDB
-// 10.6 and later, which have SKIP LOCKED.
+// 10.6 and later, which have SKIP LOCKED, as PostgreSQL has.
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{
 		Dialect:            s.dialect,
-		SupportsSkipLocked: s.dialect == store.DialectMySQL,
+		SupportsSkipLocked: s.rowLocks(),
 	}
 }
 
@@ -96,7 +100,8 @@ func (s *Store) Capabilities() store.Capabilities {
 // version or a state condition, so it needs no gap locks, and the gap
 // locks of REPEATABLE READ would make claims and timer firings that skip
 // each other's rows (FOR UPDATE SKIP LOCKED) wait for each other after all
-// when they change an indexed column.
+// when they change an indexed column. On PostgreSQL they run at READ
+// COMMITTED too, asked for in BEGIN (postgres.go says why).
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	var opts []*sql.TxOptions
 	nested := s.inTx()
@@ -146,9 +151,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 		// unique key.
 		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 	}
-	err := migrate(db)
+	err := migrate(db, s.dialect)
 	for tries := 0; err != nil && !Transient(err) && ctx.Err() == nil && tries < 2; tries++ {
-		err = migrate(db)
+		err = migrate(db, s.dialect)
 	}
 	return err
 }
@@ -176,7 +181,7 @@ func hasTable(db *gorm.DB, name string) (bool, error) {
 }
 
 // migrate is one pass of Migrate.
-func migrate(db *gorm.DB) error {
+func migrate(db *gorm.DB, dialect string) error {
 	// Whether the counts per state are there already, from a probe whose
 	// error is not lost (HasTable's is): seeding them again would count
 	// every instance twice.
@@ -184,8 +189,18 @@ func migrate(db *gorm.DB) error {
 	if err != nil {
 		return fmt.Errorf("migrate: look for table %s: %w", tableInstanceCounts, translate(err))
 	}
-	if err := db.AutoMigrate(allModels...); err != nil {
+	models := allModels
+	if dialect == store.DialectPostgres {
+		models = slices.Clone(allModels)
+		models[slices.IndexFunc(models, func(m any) bool { _, ok := m.(*variableModel); return ok })] = &pgVariableModel{}
+	}
+	if err := db.AutoMigrate(models...); err != nil {
 		return fmt.Errorf("migrate: %w", translate(err))
+	}
+	if dialect == store.DialectPostgres {
+		if err := db.Exec(pgVariablesIndex).Error; err != nil {
+			return fmt.Errorf("migrate: index variables' values: %w", translate(err))
+		}
 	}
 	for _, x := range droppedIndexes {
 		if db.Migrator().HasIndex(x.model, x.name) {
@@ -233,6 +248,9 @@ func (s *Store) atomic(ctx context.Context, fn func(db *gorm.DB) error, opts ...
 		return err
 	}
 	defer s.gate.leave()
+	if len(opts) == 0 && s.dialect == store.DialectPostgres {
+		opts = pgTxOptions
+	}
 	return db.Transaction(fn, opts...)
 }
 
@@ -272,7 +290,7 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 func insertRows(ctx context.Context, s *Store, table string, columns []string, rows [][]any) error {
 	if len(rows) == 0 || len(rows) > batchSize {
 		return insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, _ int) error {
-			_, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
+			_, err := db.Statement.ConnPool.ExecContext(ctx, s.native(query), args...)
 			return err
 		})
 	}
@@ -312,7 +330,8 @@ func insertRowsSQLite(ctx context.Context, s *Store, table string, columns []str
 
 // appendInsertIDs runs a multi-row INSERT of n rows whose ids are
 // consecutive, and appends them to ids; first turns the id the statement
-// reports (LastInsertId) into the first row's.
+// reports (LastInsertId) into the first row's. SQLite and MySQL only:
+// PostgreSQL reports no insert id.
 func appendInsertIDs(ctx context.Context, db *gorm.DB, ids []int64, query string, args []any, n int, first func(reported int64) int64) ([]int64, error) {
 	res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
 	if err != nil {
@@ -328,21 +347,22 @@ func appendInsertIDs(ctx context.Context, db *gorm.DB, ids []int64, query string
 	return ids, nil
 }
 
-// insertRowsMySQL is insertRows for a MySQL table whose id is an
-// AUTO_INCREMENT column: it returns the new rows' ids, in the order of
-// rows, as plain statements rather than gorm's Create (whose reflection
-// cost the engine more than the statement). MariaDB returns them (INSERT …
-// RETURNING, 10.5 and later); MySQL reports the first, and the rows of a
-// multi-row INSERT of values get consecutive ids under every
-// innodb_autoinc_lock_mode.
-func insertRowsMySQL(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
+// insertRowsServer is insertRows for a MySQL table whose id is an
+// AUTO_INCREMENT column, or a PostgreSQL one whose id is a bigserial: it
+// returns the new rows' ids, in the order of rows, as plain statements
+// rather than gorm's Create (whose reflection cost the engine more than
+// the statement). MariaDB (INSERT … RETURNING, 10.5 and later) and
+// PostgreSQL return them, a multi-row INSERT … VALUES in the order of its
+// rows; MySQL reports the first, and the rows of a multi-row INSERT of
+// values get consecutive ids under every innodb_autoinc_lock_mode.
+func insertRowsServer(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
 	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) (err error) {
-		if !s.returning {
+		if !s.returning && s.dialect == store.DialectMySQL {
 			ids, err = appendInsertIDs(ctx, db, ids, query, args, n, func(first int64) int64 { return first })
 			return err
 		}
-		got, err := db.Statement.ConnPool.QueryContext(ctx, query+" RETURNING `id`", args...)
+		got, err := db.Statement.ConnPool.QueryContext(ctx, s.native(query+" RETURNING `id`"), args...)
 		if err != nil {
 			return err
 		}
@@ -373,8 +393,8 @@ func insertModels[M any](ctx context.Context, s *Store, table string, columns []
 		rows[i] = values(m)
 	}
 	insert := insertRowsSQLite
-	if s.dialect == store.DialectMySQL {
-		insert = insertRowsMySQL
+	if s.dialect != store.DialectSQLite {
+		insert = insertRowsServer
 	}
 	ids, err := insert(ctx, s, table, columns, rows)
 	if err != nil {

@@ -24,8 +24,11 @@ func TestConformance(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			if d.name == "MySQL" {
+			switch d.name {
+			case "MySQL":
 				mysqlDSN(t) // skip here, visibly, rather than in every test
+			case "Postgres":
+				dbtest.PostgresDSN(t)
 			}
 			storetest.Run(t, func(t *testing.T) store.Store {
 				return newStore(t, d.open(t))
@@ -192,6 +195,7 @@ func TestCapabilities(t *testing.T) {
 		"SQLite":       {Dialect: store.DialectSQLite},
 		"SQLiteMemory": {Dialect: store.DialectSQLite},
 		"MySQL":        {Dialect: store.DialectMySQL, SupportsSkipLocked: true},
+		"Postgres":     {Dialect: store.DialectPostgres, SupportsSkipLocked: true},
 	}
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {

@@ -18,11 +18,13 @@ type dialect struct {
 }
 
 // dialects are SQLite in a file (WAL, several connections), SQLite in
-// memory (one connection) and MySQL/MariaDB when GOXPDL_MYSQL_DSN is set.
+// memory (one connection), MySQL/MariaDB when GOXPDL_MYSQL_DSN is set and
+// PostgreSQL when GOXPDL_POSTGRES_DSN is.
 var dialects = []dialect{
 	{"SQLite", openSQLiteFile},
 	{"SQLiteMemory", openSQLiteMemory},
 	{"MySQL", openMySQL},
+	{"Postgres", openPostgres},
 }
 
 var (
@@ -30,6 +32,7 @@ var (
 	openSQLiteMemory = dbtest.OpenSQLiteMemory
 	openMySQL        = dbtest.OpenMySQL
 	mysqlDSN         = dbtest.MySQLDSN
+	openPostgres     = dbtest.OpenPostgres
 )
 
 // newStore returns a migrated Store over db.

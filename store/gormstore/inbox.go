@@ -120,8 +120,9 @@ func (s *Store) UpdateInboxMessage(ctx context.Context, params store.UpdateInbox
 
 // FindProcessInstancesByVariable implements store.Tx: a lookup of the
 // index goxpdl_variables_value (name, value), joined to the instances by
-// primary key. On MySQL the index holds a prefix of the value, and the
-// equality on the whole value is tested in the row.
+// primary key. On MySQL the index holds a prefix of the value, on
+// PostgreSQL its md5, and the equality on the whole value is tested in
+// the row.
 func (s *Store) FindProcessInstancesByVariable(ctx context.Context, params store.FindByVariableParams) ([]int64, error) {
 	switch {
 	case params.ProcessDefID == "":
@@ -135,6 +136,9 @@ func (s *Store) FindProcessInstancesByVariable(ctx context.Context, params store
 		Joins("JOIN "+tableProcessInstances+" AS p ON p.id = v.process_instance_id").
 		Where("v.name = ? AND v.value = ? AND p.process_def_id = ?", params.Name, params.Value, params.ProcessDefID).
 		Order("v.process_instance_id")
+	if s.dialect == store.DialectPostgres {
+		q = q.Where("md5(v.value) = ?", md5Hex(params.Value)) // the index's key (pgVariablesIndex)
+	}
 	if len(params.States) > 0 {
 		q = q.Where("p.state IN ?", params.States)
 	}

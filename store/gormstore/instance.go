@@ -513,21 +513,24 @@ func (s *Store) UpdateActivityInstances(ctx context.Context, params []store.Upda
 		return err
 	}
 	defer done()
+	// pgType is the column's type, which PostgreSQL needs told: a CASE
+	// whose results are all placeholders would be text.
 	columns := []struct {
-		name  string
-		value func(store.UpdateActivityInstanceParams) any
+		name, pgType string
+		value        func(store.UpdateActivityInstanceParams) any
 	}{
-		{"attempt", func(p store.UpdateActivityInstanceParams) any { return p.Attempt }},
-		{"diagnosis", func(p store.UpdateActivityInstanceParams) any { return p.Diagnosis }},
-		{"ended_at", func(p store.UpdateActivityInstanceParams) any { return dbTimePtr(p.EndedAt) }},
-		{"loop_state", func(p store.UpdateActivityInstanceParams) any { return dbBytes(p.LoopState) }},
-		{"state", func(p store.UpdateActivityInstanceParams) any { return p.State }},
-		{"updated_at", func(p store.UpdateActivityInstanceParams) any { return dbTime(p.UpdatedAt) }},
+		{"attempt", "integer", func(p store.UpdateActivityInstanceParams) any { return p.Attempt }},
+		{"diagnosis", "text", func(p store.UpdateActivityInstanceParams) any { return p.Diagnosis }},
+		{"ended_at", "timestamptz", func(p store.UpdateActivityInstanceParams) any { return dbTimePtr(p.EndedAt) }},
+		{"loop_state", "bytea", func(p store.UpdateActivityInstanceParams) any { return dbBytes(p.LoopState) }},
+		{"state", "varchar", func(p store.UpdateActivityInstanceParams) any { return p.State }},
+		{"updated_at", "timestamptz", func(p store.UpdateActivityInstanceParams) any { return dbTime(p.UpdatedAt) }},
 	}
-	byID := func(q *strings.Builder, args []any, value func(store.UpdateActivityInstanceParams) any) []any {
+	byID := func(q *strings.Builder, args []any, pgType string, value func(store.UpdateActivityInstanceParams) any) []any {
 		q.WriteString("CASE `id`")
+		then := " WHEN ? THEN ?" + s.pgCast(pgType)
 		for _, p := range params {
-			q.WriteString(" WHEN ? THEN ?")
+			q.WriteString(then)
 			args = append(args, p.ID, value(p))
 		}
 		q.WriteString(" END")
@@ -538,7 +541,7 @@ func (s *Store) UpdateActivityInstances(ctx context.Context, params []store.Upda
 	q.WriteString(s.statementVerb("UPDATE", tableActivityInstances) + " `" + tableActivityInstances + "` SET ")
 	for _, c := range columns {
 		q.WriteString("`" + c.name + "` = ")
-		args = byID(&q, args, c.value)
+		args = byID(&q, args, c.pgType, c.value)
 		q.WriteString(", ")
 	}
 	q.WriteString("`version` = `version` + 1 WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(params)), ",") + ")")
@@ -548,7 +551,7 @@ func (s *Store) UpdateActivityInstances(ctx context.Context, params []store.Upda
 		args = append(args, p.ID)
 	}
 	q.WriteString(" AND `version` = ")
-	args = byID(&q, args, func(p store.UpdateActivityInstanceParams) any { return p.ExpectedVersion })
+	args = byID(&q, args, "bigint", func(p store.UpdateActivityInstanceParams) any { return p.ExpectedVersion })
 	var updated int64
 	return s.write(ctx, queuedWrite{
 		what:  fmt.Sprintf("update %d activity instances", len(params)),
@@ -597,7 +600,7 @@ func (s *Store) ListActivityInstances(ctx context.Context, params store.ListActi
 }
 
 // PutVariables implements store.Tx with an upsert (INSERT ... ON CONFLICT
-// on SQLite, ON DUPLICATE KEY UPDATE on MySQL).
+// on SQLite and PostgreSQL, ON DUPLICATE KEY UPDATE on MySQL).
 func (s *Store) PutVariables(ctx context.Context, vars []store.Variable) error {
 	if len(vars) == 0 {
 		return nil

@@ -61,7 +61,7 @@ func (s *Store) LocksForUpdate(ctx context.Context, businessKey string) ([]store
 	err := s.atomic(ctx, func(db *gorm.DB) error {
 		err := db.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "business_key"}},
-			DoUpdates: clause.Assignments(map[string]any{"seq": gorm.Expr("seq + 1")}),
+			DoUpdates: clause.Assignments(map[string]any{"seq": gorm.Expr(tableLockKeys + ".seq + 1")}), // qualified: PostgreSQL finds "seq" ambiguous with excluded.seq
 		}).Create(&lockKeyModel{BusinessKey: businessKey, Seq: 1}).Error
 		if err != nil {
 			return err

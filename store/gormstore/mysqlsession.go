@@ -47,8 +47,12 @@ func isReadCommitted(v string) bool {
 
 // txOptions are the options of a transaction the store begins over a
 // pool: on MySQL READ COMMITTED (see InTx), unless the sessions run at it
-// already.
+// already; on PostgreSQL READ COMMITTED, which costs nothing (BEGIN says
+// it).
 func (s *Store) txOptions() []*sql.TxOptions {
+	if s.dialect == store.DialectPostgres {
+		return pgTxOptions
+	}
 	if s.dialect != store.DialectMySQL || s.readCommitted {
 		return nil
 	}

@@ -77,7 +77,7 @@ func (s *Store) RenewNode(ctx context.Context, params store.RenewNodeParams) err
 // ListNodes implements store.Tx.
 func (s *Store) ListNodes(ctx context.Context) ([]store.Node, error) {
 	var ms []nodeModel
-	if err := s.db.WithContext(ctx).Order("id").Find(&ms).Error; err != nil {
+	if err := s.db.WithContext(ctx).Order("id" + s.collateC()).Find(&ms).Error; err != nil {
 		return nil, wrap(err, "list nodes")
 	}
 	out := make([]store.Node, len(ms))

@@ -60,7 +60,7 @@ func (s *Store) write(ctx context.Context, w queuedWrite) error {
 		p.queue = append(p.queue, w)
 		return nil
 	}
-	res, err := s.db.Statement.ConnPool.ExecContext(ctx, w.query, w.args...)
+	res, err := s.db.Statement.ConnPool.ExecContext(ctx, s.native(w.query), w.args...)
 	if err != nil || w.rowsOK == nil {
 		return wrap(err, "%s", w.what)
 	}

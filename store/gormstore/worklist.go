@@ -155,11 +155,11 @@ func worklistArmSQL(b *strings.Builder, args []any, dialect string, arm worklist
 	if c := params.After; c != nil {
 		// (neg_priority, work_item_id) > (-c.Priority, c.ID), spelt as
 		// each database seeks straight to it rather than reading the
-		// cursor's whole priority from its start: SQLite takes the row
-		// value as the range's lower bound, MySQL/MariaDB make two ranges
+		// cursor's whole priority from its start: SQLite and PostgreSQL
+		// take the row value as the range's lower bound, MySQL/MariaDB make two ranges
 		// of the OR (an OR makes SQLite sort the principal's items).
 		neg := -int64(c.Priority)
-		if dialect == store.DialectSQLite {
+		if dialect != store.DialectMySQL {
 			b.WriteString(" AND (neg_priority, work_item_id) > (?, ?)")
 			args = append(args, neg, c.ID)
 		} else {

@@ -222,6 +222,12 @@ func (h *harness) testFindByVariable(t *testing.T) {
 		require.Empty(t, find(store.FindByVariableParams{ProcessDefID: "order", Name: "orderNo", Value: []byte(`"A-9"`)}))
 		require.Empty(t, find(store.FindByVariableParams{ProcessDefID: "leave", Name: "orderNo", Value: []byte(`"A-7"`)}))
 
+		// A value far larger than an index entry may hold (PostgreSQL's
+		// B-tree refuses entries over about 2.7 kB) is stored and found.
+		huge := `"` + strings.Repeat("0123456789", 1000) + `"`
+		put(p5, "note", huge)
+		require.Equal(t, []int64{p5}, find(store.FindByVariableParams{ProcessDefID: "order", Name: "note", Value: []byte(huge)}))
+
 		// A changed value is found under the new value only.
 		put(p1, "orderNo", `"A-9"`)
 		require.Equal(t, []int64{p2}, find(store.FindByVariableParams{ProcessDefID: "order", Name: "orderNo", Value: []byte(`"A-7"`)}))
