@@ -250,9 +250,11 @@ func (a *Allocator) Next(ctx context.Context) (int64, error) {
 // node that made those runs its clock ahead of this one's. It is the
 // logical half of a hybrid logical clock: the allocator runs ahead of
 // its own clock, by at most the skew, and catches up when its clock
-// does. Ids at or past the allocator's reservation (a skew larger than
-// the lease), and ids that are no ids (0 or less, or past MaxID), are
-// ignored, as is everything while the allocator holds no number.
+// does. Ids in or past the last millisecond of the allocator's
+// reservation (a skew larger than the lease: following them would leave
+// Next without an id to make), and ids that are no ids (0 or less, or
+// past MaxID), are ignored, as is everything while the allocator holds
+// no number.
 func (a *Allocator) Observe(id int64) {
 	if id <= 0 || id > MaxID {
 		return
@@ -260,7 +262,7 @@ func (a *Allocator) Observe(id int64) {
 	ms := id >> (NodeBits + SeqBits)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.node < 0 || ms >= a.limit || id <= Compose(a.last, a.node, a.seq) {
+	if a.node < 0 || ms+1 >= a.limit || id <= Compose(a.last, a.node, a.seq) {
 		return
 	}
 	// The next id moves to the millisecond after id's (or to the

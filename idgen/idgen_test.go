@@ -370,3 +370,19 @@ func TestObserveOrdersAcrossSkewedClocks(t *testing.T) {
 	b.Observe(far)
 	require.Less(t, next(t, b), far, "an id past the reservation (a skew longer than the lease) is not followed")
 }
+
+// TestObserveNeverSpendsTheReservation: an id in the last millisecond of
+// the reservation is not followed, so that Next still has ids to make
+// (an exclusive allocator on a clock that stands still cannot renew).
+func TestObserveNeverSpendsTheReservation(t *testing.T) {
+	t.Parallel()
+	st := newStore(t, dbtest.OpenSQLite(t))
+	c := &clock{now: t0}
+	a := allocator(t, st, c, "A", func(c *idgen.Config) { c.Lease = time.Second; c.Exclusive = true })
+	first := next(t, a)
+	edge := idgen.Compose(t0.Add(time.Second-time.Millisecond).Sub(idgen.Epoch).Milliseconds(), 9, 0)
+	a.Observe(edge)
+	id := next(t, a)
+	require.Greater(t, id, first)
+	require.Less(t, id, edge, "not followed")
+}
