@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goxpdl/goxpdl/internal/jsonnum"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
@@ -531,27 +532,5 @@ func decodeVariable(v store.Variable) (any, error) {
 			return n.Float64()
 		}
 	}
-	return plainNumbers(out), nil
-}
-
-// plainNumbers turns json.Number inside decoded JSON into int64 or
-// float64.
-func plainNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = plainNumbers(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = plainNumbers(x[k])
-		}
-	}
-	return v
+	return jsonnum.Plain(out), nil
 }

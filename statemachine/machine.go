@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/internal/jsonnum"
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/wftype"
@@ -604,25 +605,5 @@ func normalJSON(v any) (any, error) {
 	if err := dec.Decode(&out); err != nil {
 		return nil, err
 	}
-	return plainNumbers(out), nil
-}
-
-func plainNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = plainNumbers(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = plainNumbers(x[k])
-		}
-	}
-	return v
+	return jsonnum.Plain(out), nil
 }
