@@ -81,6 +81,7 @@ type run struct {
 	unsubs    []int64                          // activity instances whose stored subscription flush deletes
 	inboxEnds []store.UpdateInboxMessageParams // pending inbox messages the run applied or expired, written at flush
 	inboxNew  []store.InboxMessage             // messages and signals the run keeps in the inbox, inserted at flush
+	locks     lockChanges                      // business-key locks taken, granted and dropped, written at flush (lock.go)
 	// processed is the event this run handles (0 for a command): flush
 	// marks it processed first, the fence of this node's claim on it.
 	processed int64
@@ -650,6 +651,9 @@ func (r *run) flush(hosted bool) error {
 		return err
 	}
 	if err := r.flushInbox(); err != nil {
+		return err
+	}
+	if err := r.flushLocks(); err != nil {
 		return err
 	}
 	r.emitNotifications(r.records[:own])
