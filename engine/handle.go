@@ -139,15 +139,16 @@ func retryDelay(attempts int) time.Duration {
 // run.flush for its instance):
 //
 //   - r, the run it was given: the instance r loaded and changed, or,
-//     when r has no instance (a message kept for later), nothing more;
+//     when r has no instance (a message kept for later, a signal), what
+//     it holds besides (run.flushDetached);
 //   - the run of an instance it created: a start command, whose r has no
 //     instance of its own;
-//   - nil: there is nothing to write besides what the body wrote to the
-//     transaction itself (the processed mark of an event whose instance
-//     is gone, a signal's events), because the body found nothing to
-//     change (a repeated command answered from what is stored, an
-//     instance that recovery finds moving again). An instance r loaded
-//     is left as stored: not even its version moves.
+//   - nil: there is nothing to write but the processed mark of the event
+//     r handles, if any, because the body found nothing to change (a
+//     repeated command answered from what is stored, an event whose
+//     instance is gone, an instance that recovery finds moving again).
+//     An instance r loaded is left as stored: not even its version
+//     moves.
 type body func(r *run) (*run, error)
 
 // transact runs fn on a fresh run in one transaction (the host's when
