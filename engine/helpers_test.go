@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/timer"
 	"github.com/goxpdl/goxpdl/wftype"
 	"github.com/goxpdl/goxpdl/workitem"
 )
@@ -121,8 +122,6 @@ func (h *harness) await(id int64, what string, done func(context.Context) (bool,
 	})()
 	ctx, cancel := context.WithTimeout(h.ctx, awaitBound)
 	defer cancel()
-	look := time.NewTicker(200 * time.Millisecond)
-	defer look.Stop()
 	for {
 		ok, err := done(ctx)
 		if ctx.Err() != nil {
@@ -132,11 +131,13 @@ func (h *harness) await(id int64, what string, done func(context.Context) (bool,
 		if ok {
 			return
 		}
+		look := timer.Real().NewTimer(200 * time.Millisecond) // real time: the bound is about the machine, not the engine's clock
 		select {
 		case <-wake:
-		case <-look.C:
+		case <-look.C():
 		case <-ctx.Done():
 		}
+		look.Stop()
 	}
 	h.t.Fatalf("instance %d did not %s within %v: %s", id, what, awaitBound, h.diagnose(id))
 }
