@@ -256,8 +256,12 @@ func orLocal(s LockScope) LockScope {
 // takeLock writes the lock of the instance r has just created: held, or
 // waiting, in which case the instance goes Queued.
 func (r *run) takeLock(l *startLock) error {
+	id, err := r.idNow()
+	if err != nil {
+		return err
+	}
 	row := store.Lock{
-		ScopeKey: l.scopeKey, BusinessKey: l.key.BusinessKey, ProcessInstanceID: r.pi.ID, Held: !l.queued(), CreatedAt: r.now,
+		ID: id, ScopeKey: l.scopeKey, BusinessKey: l.key.BusinessKey, ProcessInstanceID: r.pi.ID, Held: !l.queued(), CreatedAt: r.now,
 	}
 	if _, err := r.tx.InsertLock(r.ctx, row); err != nil {
 		return lockConflict(err)
