@@ -124,7 +124,8 @@ type Batch struct {
 	State  BatchState     `json:"state"`
 	// Total is how many instances the filter selected when the batch
 	// started. MaxInstance is the highest of their ids: instances created
-	// later are never selected.
+	// later are never selected (ids grow with time; one created on
+	// another node within the nodes' clock skew of the start may be).
 	Total       int64 `json:"total"`
 	MaxInstance int64 `json:"maxInstance"`
 	// Cursor is the id of the last instance processed.
