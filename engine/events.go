@@ -188,8 +188,9 @@ func (e *Engine) signalOnce(ctx context.Context, hostTx *gorm.DB, name string, v
 				return nil, err
 			}
 		}
-		// The run has no instance: its events are all it writes.
-		return nil, r.publishNow(hostTx != nil)
+		// The run has no instance: flushDetached writes its events and
+		// the signal it remembers.
+		return r, nil
 	})
 	return b, err
 }
@@ -245,28 +246,6 @@ func (r *run) deliverSignal(name string, vars []byte, subs []store.Subscription)
 	}
 }
 
-// publishNow writes the events of a run that has no instance of its own
-// (flush does that for the others): to the outbox for the poller in a
-// host's transaction, else published for dispatch after commit.
-func (r *run) publishNow(hosted bool) error {
-	if len(r.events) == 0 {
-		return nil
-	}
-	if r.idErr != nil {
-		return r.idErr
-	}
-	if hosted {
-		_, err := r.tx.InsertEvents(r.ctx, r.events)
-		return err
-	}
-	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)
-	if err != nil {
-		return err
-	}
-	r.published = append(r.published, published...)
-	return nil
-}
-
 func receiversOf(subs []store.Subscription) []Receiver {
 	out := make([]Receiver, len(subs))
 	for i, s := range subs {
@@ -294,12 +273,12 @@ func (r *run) rememberSignal(id string, vars []byte, b Broadcast) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.tx.InsertInboxMessage(r.ctx, store.InboxMessage{
+	r.inboxNew = append(r.inboxNew, store.InboxMessage{
 		ID: rowID, MessageID: id, Kind: inboxSignal, ActivityDefID: b.Name, User: r.actor,
 		Payload: mustJSON(signalRecord{Variables: vars, Receivers: b.Receivers}),
 		State:   state, Reason: reason, CreatedAt: r.now, EndedAt: &end,
 	})
-	return err
+	return nil
 }
 
 // broadcastOf reads back a signal rememberSignal kept.

@@ -149,7 +149,7 @@ func TestApplicationWriteMeetsDeadlock(t *testing.T) {
 				in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 1, Err: fault.err, Query: "INSERT INTO charges"})
 				id, err := h.e.StartProcess(quiet, engine.StartOptions{DefinitionID: dep.ID})
 				require.NoError(t, err)
-				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard, not a measurement
+				ctx, cancel := context.WithTimeout(t.Context(), awaitBound) // a guard, not a measurement: a claim the lost connection left may wait out its lease
 				defer cancel()
 				select {
 				case got := <-ended:
@@ -202,7 +202,7 @@ func TestSubflowStartMeetsLostConnection(t *testing.T) {
 			in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 1, Err: faultdb.ConnectionLost(d.dialect), Query: "INSERT INTO `goxpdl_process_instances`"})
 			id, err := h.e.StartProcess(quiet, engine.StartOptions{DefinitionID: dep.ID, Process: "main"})
 			require.NoError(t, err)
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard, not a measurement
+			ctx, cancel := context.WithTimeout(t.Context(), awaitBound) // a guard, not a measurement: a claim the lost connection left may wait out its lease
 			defer cancel()
 			select {
 			case got := <-ended:

@@ -69,12 +69,10 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
 		r.attempt = ev.Attempts
-		// The mark is the fence: it fails when this node no longer holds
-		// the event's claim (it was taken over), and then nothing of this
-		// transaction commits.
-		if err := r.tx.MarkEventsProcessed(r.ctx, store.MarkEventsProcessedParams{IDs: []int64{ev.ID}, ProcessedAt: r.now, Owner: e.owner}); err != nil {
-			return nil, err
-		}
+		// The mark is the fence of this node's claim on the event
+		// (flushProcessed): it is written first at flush, whatever else
+		// the run writes or refuses.
+		r.processed = ev.ID
 		// An event for no instance, or for one that is gone (purged): the
 		// mark is all there is to write.
 		if ev.ProcessInstanceID == 0 {
@@ -191,15 +189,23 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			// event, those declared not retryable are not called again.
 			r.rerun = bodies > 1
 			w, err := fn(r)
-			if err != nil || w == nil {
-				return err // nil: commit what fn wrote itself
+			if err != nil {
+				return err
+			}
+			if w == nil {
+				// Nothing to write but the mark of the event handled, if
+				// any (fn refused, or found the work done before).
+				return r.flushProcessed()
+			}
+			if w != r {
+				w.processed, r.processed = r.processed, 0
 			}
 			r = w // what follows the commit is about the run written
 			if err := r.drain(); err != nil {
 				return err
 			}
 			if r.pi.ID == 0 {
-				return nil
+				return r.flushDetached(hostTx != nil)
 			}
 			return r.flush(hostTx != nil)
 		}

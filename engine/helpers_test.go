@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,9 +92,25 @@ func (h *harness) requireState(id int64, want wftype.ProcessState) engine.Proces
 	return pi
 }
 
-// awaitFinal waits until the instance is Completed, Terminated or Locking,
-// woken by every record the engine publishes.
+// awaitBound is how long the harness's waits (awaitFinal, await) wait,
+// in real time, before they fail the test with what the engine was
+// doing: a hang reads as a diagnosis, not as the whole run's timeout.
+const awaitBound = 3 * time.Minute
+
+// awaitFinal waits until the instance is Completed, Terminated or Locking.
 func (h *harness) awaitFinal(id int64) {
+	h.t.Helper()
+	h.await(id, "finish", func(ctx context.Context) (bool, error) {
+		pi, err := h.e.Instance(ctx, id)
+		return err == nil && pi.State.IsFinal(), err
+	})
+}
+
+// await waits until done says the instance got where the test wants it
+// (what names that, for the failure), woken by every record the engine
+// publishes and, should a change publish none, by a look every 200 ms.
+// After awaitBound it fails the test with a diagnosis of the instance.
+func (h *harness) await(id int64, what string, done func(context.Context) (bool, error)) {
 	h.t.Helper()
 	wake := make(chan struct{}, 1)
 	defer h.e.Subscribe(func(engine.Record) {
@@ -101,18 +119,50 @@ func (h *harness) awaitFinal(id int64) {
 		default:
 		}
 	})()
+	ctx, cancel := context.WithTimeout(h.ctx, awaitBound)
+	defer cancel()
+	look := time.NewTicker(200 * time.Millisecond)
+	defer look.Stop()
 	for {
-		pi, err := h.e.Instance(h.ctx, id)
+		ok, err := done(ctx)
+		if ctx.Err() != nil {
+			break
+		}
 		require.NoError(h.t, err)
-		if pi.State.IsFinal() {
+		if ok {
 			return
 		}
 		select {
 		case <-wake:
-		case <-h.ctx.Done():
-			h.t.Fatalf("instance %d never finished: %v", id, h.ctx.Err())
+		case <-look.C:
+		case <-ctx.Done():
 		}
 	}
+	h.t.Fatalf("instance %d did not %s within %v: %s", id, what, awaitBound, h.diagnose(id))
+}
+
+// diagnose describes an instance that does not move on: its state, its
+// activities, the engine's backlog and counters, read with a bound of
+// their own.
+func (h *harness) diagnose(id int64) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	if pi, err := h.e.Instance(ctx, id); err != nil {
+		fmt.Fprintf(&b, "instance: %v; ", err)
+	} else {
+		fmt.Fprintf(&b, "instance %s (%s); ", pi.State, pi.Diagnosis)
+	}
+	if page, err := h.e.Activities(ctx, engine.ActivityFilter{Instance: id, Limit: 1000}); err != nil {
+		fmt.Fprintf(&b, "activities: %v; ", err)
+	} else {
+		for _, a := range page.Activities {
+			fmt.Fprintf(&b, "%s=%s ", a.Activity, a.State)
+		}
+	}
+	backlog, err := h.e.Backlog(ctx)
+	fmt.Fprintf(&b, "; backlog %+v (err %v); stats %+v", backlog, err, h.e.Stats())
+	return b.String()
 }
 
 // openItems lists the open work items of an instance.

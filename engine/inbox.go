@@ -195,11 +195,8 @@ func (r *run) send(m Message) (Delivery, error) {
 	if msg.ID, err = r.idNow(); err != nil {
 		return Delivery{}, err
 	}
-	stored, err := r.tx.InsertInboxMessage(r.ctx, msg)
-	if err != nil {
-		return Delivery{}, err
-	}
-	return deliveryOf(stored), nil
+	r.inboxNew = append(r.inboxNew, msg)
+	return deliveryOf(msg), nil
 }
 
 // waiting returns the InActive instance of activity id, if any.
@@ -342,19 +339,45 @@ func (r *run) endMessage(msg store.InboxMessage, state, reason string) error {
 // this run has ended already (written at flush).
 func (r *run) pendingMessages(params store.ListInboxParams) ([]store.InboxMessage, error) {
 	msgs, err := r.tx.ListInbox(r.ctx, params)
-	if err != nil || len(r.inboxEnds) == 0 {
+	if err != nil || len(r.inboxEnds)+len(r.inboxNew) == 0 {
 		return msgs, err
 	}
-	return slices.DeleteFunc(msgs, func(m store.InboxMessage) bool {
+	msgs = slices.DeleteFunc(msgs, func(m store.InboxMessage) bool {
 		return slices.ContainsFunc(r.inboxEnds, func(u store.UpdateInboxMessageParams) bool { return u.ID == m.ID })
-	}), nil
+	})
+	for _, m := range r.inboxNew {
+		if inboxMatches(params, m) && (params.Limit <= 0 || len(msgs) < params.Limit) {
+			msgs = append(msgs, m) // the run's ids are newer than the stored ones
+		}
+	}
+	return msgs, nil
 }
 
-// flushInbox writes the ends of the pending messages the run applied or
-// expired, each fenced by its state: a message another transaction took
-// meanwhile fails it with store.ErrConflict (and the run is tried
-// again).
+// inboxMatches reports that the store's ListInbox would list m for
+// params, for the messages a run keeps until flush.
+func inboxMatches(params store.ListInboxParams, m store.InboxMessage) bool {
+	return (params.ProcessInstanceID == 0 || m.ProcessInstanceID == params.ProcessInstanceID) &&
+		(!params.Unmatched || m.ProcessInstanceID == 0) &&
+		(params.ProcessDefID == "" || m.ProcessDefID == params.ProcessDefID) &&
+		(params.ActivityDefID == "" || m.ActivityDefID == params.ActivityDefID) &&
+		(len(params.States) == 0 || slices.Contains(params.States, m.State)) &&
+		(params.ExpiresBefore == nil || (m.ExpiresAt != nil && m.ExpiresAt.Before(*params.ExpiresBefore))) &&
+		m.ID > params.AfterID
+}
+
+// flushInbox inserts the messages and signals the run keeps (a message
+// id sent meanwhile by another transaction fails it with
+// store.ErrDuplicate), then writes the ends of the pending messages the
+// run applied or expired, each fenced by its state: a message another
+// transaction took meanwhile fails it with store.ErrConflict (and the
+// run is tried again).
 func (r *run) flushInbox() error {
+	for _, m := range r.inboxNew {
+		if _, err := r.tx.InsertInboxMessage(r.ctx, m); err != nil {
+			return err
+		}
+	}
+	r.inboxNew = nil
 	for _, u := range r.inboxEnds {
 		if err := r.tx.UpdateInboxMessage(r.ctx, u); err != nil {
 			return fmt.Errorf("inbox message %d: %w", u.ID, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,7 +218,7 @@ func (r *run) lockForStart(opts StartOptions, dep *deployment, proc *xpdl.Proces
 	if l.scopeKey, err = l.key.scopeKey(); err != nil {
 		return nil, err
 	}
-	locks, err := r.tx.LocksForUpdate(r.ctx, opts.BusinessKey)
+	locks, err := r.locksFor(opts.BusinessKey)
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +264,7 @@ func (r *run) takeLock(l *startLock) error {
 	row := store.Lock{
 		ID: id, ScopeKey: l.scopeKey, BusinessKey: l.key.BusinessKey, ProcessInstanceID: r.pi.ID, Held: !l.queued(), CreatedAt: r.now,
 	}
-	if _, err := r.tx.InsertLock(r.ctx, row); err != nil {
-		return lockConflict(err)
-	}
+	r.locks.taken = append(r.locks.taken, row)
 	if !l.queued() {
 		return nil
 	}
@@ -295,8 +294,11 @@ func (r *run) releaseLocks() error {
 		return nil // a lock needs a business key
 	}
 	mine, err := r.tx.ListLocks(r.ctx, store.ListLocksParams{ProcessInstanceID: r.pi.ID})
-	if err != nil || len(mine) == 0 {
+	if err != nil {
 		return err
+	}
+	if len(mine) == 0 && !slices.ContainsFunc(r.locks.taken, func(l store.Lock) bool { return l.ProcessInstanceID == r.pi.ID }) {
+		return nil
 	}
 	return r.dropLocks(r.pi.BusinessKey, func(l store.Lock) bool { return l.ProcessInstanceID == r.pi.ID }, "")
 }
@@ -306,22 +308,16 @@ func (r *run) releaseLocks() error {
 // why, when not empty, goes to the history of the instances that get the
 // lock.
 func (r *run) dropLocks(key string, drop func(store.Lock) bool, why string) error {
-	locks, err := r.tx.LocksForUpdate(r.ctx, key)
+	locks, err := r.locksFor(key)
 	if err != nil {
 		return err
 	}
-	var gone []int64
 	var rest []store.Lock
 	for _, l := range locks {
 		if drop(l) {
-			gone = append(gone, l.ID)
+			r.locks.drop(l)
 		} else {
 			rest = append(rest, l)
-		}
-	}
-	if len(gone) > 0 {
-		if _, err := r.tx.DeleteLocks(r.ctx, store.DeleteLocksParams{IDs: gone}); err != nil {
-			return err
 		}
 	}
 	return r.grantWaiting(rest, why)
@@ -353,9 +349,7 @@ func (r *run) grantWaiting(locks []store.Lock, why string) error {
 			waiting = append(waiting, l.ScopeKey)
 			continue
 		}
-		if err := r.tx.GrantLock(r.ctx, l.ID, r.now); err != nil {
-			return lockConflict(err)
-		}
+		r.locks.grant(l, r.now)
 		held = append(held, l.ScopeKey)
 		if err := r.dequeue(l, why); err != nil {
 			return err
@@ -421,7 +415,7 @@ func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op
 	}
 	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) (*run, error) {
 		r.op = op
-		locks, err := r.tx.LocksForUpdate(r.ctx, key.BusinessKey)
+		locks, err := r.locksFor(key.BusinessKey)
 		if err != nil {
 			return nil, err
 		}
@@ -575,4 +569,96 @@ func (e *Engine) lockedStart(ctx context.Context, hostTx *gorm.DB, opts StartOpt
 		id, err = e.startProcessOnce(ctx, hostTx, opts, a)
 	}
 	return id, err
+}
+
+// lockChanges are the business-key locks a run takes, grants and drops,
+// held until flush like the rest of what it decides; the run's own
+// reads of a key's locks (locksFor) see them.
+type lockChanges struct {
+	taken   []store.Lock // new locks, held or waiting, in the order taken
+	granted []store.Lock // stored waiting locks the run granted
+	dropped []int64      // stored locks the run deleted
+}
+
+// drop deletes lock l: a stored one at flush, a new one at once.
+func (c *lockChanges) drop(l store.Lock) {
+	if i := c.newIndex(l); i >= 0 {
+		c.taken = slices.Delete(c.taken, i, i+1)
+		return
+	}
+	c.granted = slices.DeleteFunc(c.granted, func(g store.Lock) bool { return g.ID == l.ID })
+	c.dropped = append(c.dropped, l.ID)
+}
+
+// grant makes waiting lock l held from now.
+func (c *lockChanges) grant(l store.Lock, now time.Time) {
+	if i := c.newIndex(l); i >= 0 {
+		c.taken[i].Held, c.taken[i].HeldSince = true, &now
+		return
+	}
+	l.Held, l.HeldSince = true, &now
+	c.granted = append(c.granted, l)
+}
+
+// newIndex is the index of l among the locks taken in this run, -1 for a
+// stored lock. A new lock has the engine's ID from when it is taken; one
+// without an ID is named by its instance and scope, since an instance
+// asks for one lock.
+func (c *lockChanges) newIndex(l store.Lock) int {
+	if l.ID != 0 {
+		return slices.IndexFunc(c.taken, func(t store.Lock) bool { return t.ID == l.ID })
+	}
+	return slices.IndexFunc(c.taken, func(t store.Lock) bool {
+		return t.ProcessInstanceID == l.ProcessInstanceID && t.ScopeKey == l.ScopeKey && t.BusinessKey == l.BusinessKey
+	})
+}
+
+// locksFor returns the locks of business key key, in queue order, as
+// this run leaves them: the stored ones, read with a lock that
+// serialises this transaction with every other that changes the key's
+// locks (store.Tx.LocksForUpdate), with the run's changes applied, and
+// the ones it took after them.
+func (r *run) locksFor(key string) ([]store.Lock, error) {
+	stored, err := r.tx.LocksForUpdate(r.ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.DeleteFunc(stored, func(l store.Lock) bool { return slices.Contains(r.locks.dropped, l.ID) })
+	for i := range out {
+		if j := slices.IndexFunc(r.locks.granted, func(g store.Lock) bool { return g.ID == out[i].ID }); j >= 0 {
+			out[i] = r.locks.granted[j]
+		}
+	}
+	for _, l := range r.locks.taken {
+		if l.BusinessKey == key {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// flushLocks writes the run's lock changes: the drops first, so that a
+// lock granted on takes the place of the one released, then the grants,
+// then the new locks. A second holder the database refuses (which the
+// serialisation of locksFor should prevent) is a conflict: the
+// transaction runs again and sees the holder.
+func (r *run) flushLocks() error {
+	c := &r.locks
+	if len(c.dropped) > 0 {
+		if _, err := r.tx.DeleteLocks(r.ctx, store.DeleteLocksParams{IDs: c.dropped}); err != nil {
+			return err
+		}
+	}
+	for _, l := range c.granted {
+		if err := r.tx.GrantLock(r.ctx, l.ID, *l.HeldSince); err != nil {
+			return lockConflict(err)
+		}
+	}
+	for _, l := range c.taken {
+		if _, err := r.tx.InsertLock(r.ctx, l); err != nil {
+			return lockConflict(err)
+		}
+	}
+	*c = lockChanges{}
+	return nil
 }

@@ -338,14 +338,21 @@ func TestLoopMultiInstanceSubflow(t *testing.T) {
 		h := newHarness(t, db).start()
 		h.deploy(src)
 		id := h.startProcess("misub", "main", nil)
+		h.await(id, "start both children", func(ctx context.Context) (bool, error) {
+			kids, err := h.e.Instances(ctx, engine.InstanceFilter{Parent: id, Limit: 10})
+			return len(kids.Instances) == 2, err
+		})
 		kids := children(h, id)
 		require.Len(t, kids, 2)
 		_, instances := loopActivity(t, h, id, "Call")
 		require.Len(t, instances, 2)
+		var waiting, parents []int64
 		for i, k := range kids {
-			require.Equal(t, instances[i].ID, k.ParentActivity, "each instance waits for its own child")
 			require.Equal(t, wftype.ActivityWaiting, instances[i].State)
+			waiting = append(waiting, instances[i].ID)
+			parents = append(parents, k.ParentActivity)
 		}
+		require.ElementsMatch(t, waiting, parents, "each instance waits for its own child")
 		require.NoError(t, h.complete(h.item(kids[0].ID, "Work").ID, nil))
 		h.requireState(id, wftype.ProcessRunning)
 		require.NoError(t, h.complete(h.item(kids[1].ID, "Work").ID, nil))

@@ -80,6 +80,11 @@ type run struct {
 	subs      []store.Subscription             // signal subscriptions to write at flush
 	unsubs    []int64                          // activity instances whose stored subscription flush deletes
 	inboxEnds []store.UpdateInboxMessageParams // pending inbox messages the run applied or expired, written at flush
+	inboxNew  []store.InboxMessage             // messages and signals the run keeps in the inbox, inserted at flush
+	locks     lockChanges                      // business-key locks taken, granted and dropped, written at flush (lock.go)
+	// processed is the event this run handles (0 for a command): flush
+	// marks it processed first, the fence of this node's claim on it.
+	processed int64
 	// spentTimers are the timers that fired in this run, and timerSwitch
 	// pauses or resumes the instance's stored timers: both at flush.
 	spentTimers []int64
@@ -611,6 +616,9 @@ func (r *run) flush(hosted bool) error {
 	if r.idErr != nil {
 		return r.idErr
 	}
+	if err := r.flushProcessed(); err != nil {
+		return err
+	}
 	own := len(r.records) // the children's records are their own to notify
 	for _, c := range r.children {
 		if err := c.flush(hosted); err != nil {
@@ -645,6 +653,9 @@ func (r *run) flush(hosted bool) error {
 	if err := r.flushInbox(); err != nil {
 		return err
 	}
+	if err := r.flushLocks(); err != nil {
+		return err
+	}
 	r.emitNotifications(r.records[:own])
 	if err := r.flushPublications(r.records[:own]); err != nil {
 		return err
@@ -673,8 +684,49 @@ func (r *run) flush(hosted bool) error {
 		return err
 	}
 	r.flushed = true
+	return r.flushEvents(hosted)
+}
+
+// flushDetached is flush for a run with no process instance of its own
+// (a signal, a message kept for an instance not yet known, an event for
+// no instance or for one purged): the event's mark, the inbox rows it
+// keeps and the events it sends are all it writes.
+func (r *run) flushDetached(hosted bool) error {
+	if r.idErr != nil {
+		return r.idErr
+	}
+	if err := r.flushProcessed(); err != nil {
+		return err
+	}
+	if err := r.flushInbox(); err != nil {
+		return err
+	}
+	return r.flushEvents(hosted)
+}
+
+// flushProcessed marks the event the run handles processed, as this
+// node's: it fails (store.ErrLeaseLost) when the node no longer holds
+// the event's claim (another node took it over), and then nothing of
+// the transaction commits. It comes first so that such a run fails
+// before it writes anything else.
+func (r *run) flushProcessed() error {
+	if r.processed == 0 {
+		return nil
+	}
+	id := r.processed
+	r.processed = 0
+	return r.tx.MarkEventsProcessed(r.ctx, store.MarkEventsProcessedParams{IDs: []int64{id}, ProcessedAt: r.now, Owner: r.e.owner})
+}
+
+// flushEvents writes the events the run sends: to the outbox for the
+// poller in a host's transaction (the engine cannot see it commit),
+// else published, claimed by this node for dispatch after the commit.
+func (r *run) flushEvents(hosted bool) error {
 	if len(r.events) == 0 {
 		return nil
+	}
+	if r.idErr != nil {
+		return r.idErr
 	}
 	if hosted {
 		_, err := r.tx.InsertEvents(r.ctx, r.events)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -45,8 +46,15 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			// $REPO: the repository, for the shared files of testdata/.
 			repo, err := filepath.Abs(filepath.Join("..", ".."))
+			if err != nil {
+				return err
+			}
 			env.Setenv("REPO", repo)
-			return err
+			// A race-instrumented program sleeps a second as it exits,
+			// to let late race reports through; a script runs the
+			// program dozens of times and reads its reports anyway.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
+			return shareGraphvizCache(env)
 		},
 	})
 }
@@ -102,4 +110,20 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
 	time.Sleep(d) //nolint:forbidigo // the commands under test run on the real clock
+}
+
+// shareGraphvizCache lets the script's programs use this test process's
+// compiled Graphviz. go-graphviz compiles its WebAssembly build when the
+// program starts (a package init) and caches the result in
+// $TMPDIR/go-graphviz; testscript gives every script a TMPDIR of its own,
+// so each script's first command compiled it again: seconds of CPU under
+// -race, the larger part of this package's run. The test process has
+// compiled it into its own TMPDIR at its start; the script's TMPDIR gets
+// a link to that cache.
+func shareGraphvizCache(env *testscript.Env) error {
+	cache := filepath.Join(os.TempDir(), "go-graphviz")
+	if _, err := os.Stat(cache); err != nil {
+		return nil // no cache to share: each script compiles its own, as before
+	}
+	return os.Symlink(cache, filepath.Join(env.Getenv("TMPDIR"), "go-graphviz"))
 }

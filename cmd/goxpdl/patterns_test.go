@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +33,9 @@ func TestWorkflowPatternsRunToCompletion(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
 			opts := runOptions{files: []string{file}, process: process, workitems: "auto", sets: sets[process]}
+			// The default second per condition is for production; a
+			// loaded machine running -race takes longer to make a VM.
+			opts.limits.conditionTime = time.Minute
 			if process == "WfSP2_Implicit_Termination" {
 				// JaWE's sample relies on Shark's silent end of a lost
 				// branch (B's condition sends the token nowhere).
