@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goxpdl/goxpdl/console"
+	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/internal/docblocks"
 )
 
@@ -39,5 +40,8 @@ func TestDocsSession(t *testing.T) {
 	require.Contains(t, string(out), `"ticket": "T-17"`, "the audit shows the data given with the suspend")
 	require.Contains(t, string(out), `"count": 1`, "the bulk action counts before it acts")
 	f.idle()
-	require.Equal(t, "Completed", f.state(1), "the jump to Archive finished the instance")
+	page, err := f.eng.Instances(t.Context(), engine.InstanceFilter{BusinessKey: "ORDER-7"})
+	require.NoError(t, err)
+	require.Len(t, page.Instances, 1)
+	require.Equal(t, "Completed", f.state(page.Instances[0].ID), "the jump to Archive finished the instance")
 }

@@ -378,6 +378,10 @@ func (a *auditing) ok(ctx context.Context, tx store.Tx) error {
 	}
 	entry := a.entry
 	entry.At, entry.Result = a.e.now(), string(AuditOK)
+	var err error
+	if entry.ID, err = a.e.ids.Next(ctx); err != nil {
+		return err
+	}
 	return tx.InsertAudit(ctx, entry)
 }
 
@@ -437,7 +441,11 @@ func (a *auditing) write(ctx context.Context, hostTx *gorm.DB, err error) {
 	} else {
 		ctx = context.WithoutCancel(ctx)
 	}
-	if werr := st.InsertAudit(ctx, entry); werr != nil {
+	var werr error
+	if entry.ID, werr = a.e.ids.Next(ctx); werr == nil {
+		werr = st.InsertAudit(ctx, entry)
+	}
+	if werr != nil {
 		a.e.log.Error("writing an audit entry failed", "action", entry.Action, "actor", entry.Actor, "result", entry.Result,
 			"error", entry.Error, "err", werr)
 	}

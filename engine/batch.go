@@ -124,7 +124,8 @@ type Batch struct {
 	State  BatchState     `json:"state"`
 	// Total is how many instances the filter selected when the batch
 	// started. MaxInstance is the highest of their ids: instances created
-	// later are never selected.
+	// later are never selected (ids grow with time; one created on
+	// another node within the nodes' clock skew of the start may be).
 	Total       int64 `json:"total"`
 	MaxInstance int64 `json:"maxInstance"`
 	// Cursor is the id of the last instance processed.
@@ -304,6 +305,9 @@ func (e *Engine) startBatch(ctx context.Context, req BatchRequest, a *auditing) 
 	var stored store.Batch
 	err := e.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
+		if row.ID, err = e.ids.Next(ctx); err != nil {
+			return err
+		}
 		if stored, err = tx.InsertBatch(ctx, row); err != nil {
 			return err
 		}
@@ -582,7 +586,7 @@ func (e *Engine) runBatch(ctx context.Context, row store.Batch) bool {
 			prog.Finish = store.BatchCompleted
 		}
 		prog.Now = e.now()
-		next, err := e.store.UpdateBatchProgress(keep, prog)
+		next, err := e.recordBatchProgress(keep, prog)
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
 			e.log.Warn("a batch was taken from this node; another runs it", "batch", b.ID)
@@ -613,13 +617,25 @@ func (e *Engine) runBatch(ctx context.Context, row store.Batch) bool {
 // finishBatch ends a batch that cannot run.
 func (e *Engine) finishBatch(ctx context.Context, row store.Batch, prog store.BatchProgressParams) {
 	prog.ID, prog.Owner, prog.Cursor, prog.Now = row.ID, e.owner, row.Cursor, e.now()
-	next, err := e.store.UpdateBatchProgress(ctx, prog)
+	next, err := e.recordBatchProgress(ctx, prog)
 	if err != nil {
 		e.log.Warn("ending a batch failed", "batch", row.ID, "err", err)
 		return
 	}
 	e.log.Error("batch failed", "batch", row.ID, "error", prog.Error)
 	e.publishBatch(next, RecordBatchStopped)
+}
+
+// recordBatchProgress records what a chunk did, its failures with ids of
+// the engine's.
+func (e *Engine) recordBatchProgress(ctx context.Context, prog store.BatchProgressParams) (store.Batch, error) {
+	for i := range prog.Failures {
+		var err error
+		if prog.Failures[i].ID, err = e.ids.Next(ctx); err != nil {
+			return store.Batch{}, err
+		}
+	}
+	return e.store.UpdateBatchProgress(ctx, prog)
 }
 
 // releaseBatch lets go of a batch this runner holds.

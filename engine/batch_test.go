@@ -456,7 +456,7 @@ func TestBatchThatCannotRunFails(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		h := newHarness(t, db, func(c *engine.Config) { c.BatchPollInterval = 10 * time.Millisecond }).start()
 		// A batch written by a newer node, with an action this one does not know.
-		row, err := h.e.Store().InsertBatch(h.ctx, store.Batch{Action: "archive", Filter: []byte(`{}`), Actor: "future",
+		row, err := h.e.Store().InsertBatch(h.ctx, store.Batch{ID: 1, Action: "archive", Filter: []byte(`{}`), Actor: "future",
 			State: store.BatchRunning, Total: 1, MaxInstanceID: 1, CreatedAt: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)})
 		require.NoError(t, err)
 		b := h.awaitBatch(row.ID)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"strconv"
+	"strings"
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/store/gormstore"
@@ -27,7 +29,8 @@ func ExampleEngine_Audit() {
 	if err := e.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := e.DeployAs(ctx, engine.Op{Actor: "ops", Reason: "release 7"}, engine.Source{XPDL: []byte(claimXPDL("review", ""))}); err != nil {
+	deps, err := e.DeployAs(ctx, engine.Op{Actor: "ops", Reason: "release 7"}, engine.Source{XPDL: []byte(claimXPDL("review", ""))})
+	if err != nil {
 		log.Fatal(err)
 	}
 	id, err := e.StartProcess(ctx, engine.StartOptions{Package: "claims", Op: &engine.Op{Actor: "alice", Reason: "phone claim"}})
@@ -54,7 +57,9 @@ func ExampleEngine_Audit() {
 	refused, _ := e.Audit(ctx, engine.AuditFilter{Results: []engine.AuditResult{engine.AuditRefused}})
 	fmt.Println(refused.Entries[0].Error)
 	deployed, _ := e.Audit(ctx, engine.AuditFilter{Actions: []engine.AuditAction{engine.AuditDeploy}})
-	fmt.Println(deployed.Entries[0].Actor, "deployed", deployed.Entries[0].Detail)
+	// The detail names the deployment by its id (the engine's, made from
+	// the clock), which this prints as D.
+	fmt.Println(deployed.Entries[0].Actor, "deployed", strings.ReplaceAll(deployed.Entries[0].Detail, strconv.FormatInt(deps[0].ID, 10), "D"))
 
 	_ = e.Stop(ctx)
 	if sqlDB, err := db.DB(); err == nil {
@@ -66,5 +71,5 @@ func ExampleEngine_Audit() {
 	// bob instance.suspend instance ok: waiting for documents map[ticket:T-9]
 	// alice instance.start instance ok: phone claim map[]
 	// process: suspend refused in state Suspended
-	// ops deployed claims version 1 (deployment 1)
+	// ops deployed claims version 1 (deployment D)
 }

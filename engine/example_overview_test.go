@@ -30,13 +30,16 @@ func Example_overview() {
 	if _, err := e.Deploy(ctx, []byte(orderXPDL)); err != nil {
 		log.Fatal(err)
 	}
+	var ids []int64
 	for _, order := range []string{"a", "b", "c", "d", "e"} {
-		if _, err := e.StartProcess(ctx, engine.StartOptions{Package: "orders", Variables: map[string]any{"orderId": order}}); err != nil {
+		id, err := e.StartProcess(ctx, engine.StartOptions{Package: "orders", BusinessKey: "order-" + order, Variables: map[string]any{"orderId": order}})
+		if err != nil {
 			log.Fatal(err)
 		}
+		ids = append(ids, id)
 	}
 	_ = e.WaitIdle(ctx)
-	if err := e.Terminate(ctx, 2, engine.Op{Actor: "alice", Reason: "duplicate"}); err != nil {
+	if err := e.Terminate(ctx, ids[1], engine.Op{Actor: "alice", Reason: "duplicate"}); err != nil {
 		log.Fatal(err)
 	}
 	_ = e.WaitIdle(ctx)
@@ -60,7 +63,7 @@ func Example_overview() {
 			log.Fatal(err)
 		}
 		for _, pi := range page.Instances {
-			fmt.Printf("instance %d: %s\n", pi.ID, pi.State)
+			fmt.Printf("%s: %s\n", pi.BusinessKey, pi.State)
 		}
 		if page.Cursor == "" { // the last page
 			break
@@ -81,10 +84,10 @@ func Example_overview() {
 	// 5 instances: 4 running, 1 terminated
 	// orders v1, process order: 5
 	// 0 events to process, 0 timers pending, on sqlite
-	// instance 5: Running
-	// instance 4: Running
-	// instance 3: Running
-	// instance 2: Terminated
-	// instance 1: Running
+	// order-e: Running
+	// order-d: Running
+	// order-c: Running
+	// order-b: Terminated
+	// order-a: Running
 	// running orders: 4
 }

@@ -32,7 +32,7 @@ func Example_instances() {
 		log.Fatal(err)
 	}
 	for _, order := range []string{"a", "b", "c", "d", "e"} {
-		if _, err := e.StartProcess(ctx, engine.StartOptions{Package: "orders", Variables: map[string]any{"orderId": order}}); err != nil {
+		if _, err := e.StartProcess(ctx, engine.StartOptions{Package: "orders", BusinessKey: "order-" + order, Variables: map[string]any{"orderId": order}}); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -50,7 +50,7 @@ func Example_instances() {
 			if err != nil {
 				log.Fatal(err)
 			}
-			fmt.Printf("instance %d of %s v%d: %s, %d open work item(s)\n", pi.ID, pi.Process, pi.Version, pi.State, len(items.WorkItems))
+			fmt.Printf("%s, %s v%d: %s, %d open work item(s)\n", pi.BusinessKey, pi.Process, pi.Version, pi.State, len(items.WorkItems))
 		}
 		if page.Next == 0 { // the last page
 			break
@@ -63,9 +63,9 @@ func Example_instances() {
 		_ = sqlDB.Close()
 	}
 	// Output:
-	// instance 1 of order v1: Running, 1 open work item(s)
-	// instance 2 of order v1: Running, 1 open work item(s)
-	// instance 3 of order v1: Running, 1 open work item(s)
-	// instance 4 of order v1: Running, 1 open work item(s)
-	// instance 5 of order v1: Running, 1 open work item(s)
+	// order-a, order v1: Running, 1 open work item(s)
+	// order-b, order v1: Running, 1 open work item(s)
+	// order-c, order v1: Running, 1 open work item(s)
+	// order-d, order v1: Running, 1 open work item(s)
+	// order-e, order v1: Running, 1 open work item(s)
 }

@@ -251,6 +251,10 @@ func (r *run) flushIncidents() error {
 			id := p.act.row.ID
 			inc.ActivityInstanceID, inc.ActivityDefID = &id, p.act.def.ID
 		}
+		var err error
+		if inc.ID, err = r.idNow(); err != nil {
+			return err
+		}
 		_, opened, err := r.tx.RecordIncident(r.ctx, inc)
 		if err != nil {
 			return err
@@ -312,6 +316,11 @@ func (e *Engine) recordFailing(ctx context.Context, instance int64, attempt int,
 		Error: errorText(err.Error()), Application: ce.app, Params: paramsJSON(ce.params), Attempts: attempt, LastFailureAt: e.now(),
 	}
 	for try := 0; try < 2; try++ {
+		var rerr error
+		if inc.ID, rerr = e.ids.Next(ctx); rerr != nil {
+			e.log.Warn("could not record a failing application's incident", "instance", instance, "err", rerr)
+			return
+		}
 		_, opened, rerr := e.store.RecordIncident(ctx, inc)
 		if opened {
 			o := IncidentOpened{Cause: CauseFailing, Instance: instance, Activity: ce.actDef, ActivityInstance: id, Application: ce.app}

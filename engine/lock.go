@@ -257,8 +257,12 @@ func orLocal(s LockScope) LockScope {
 // takeLock writes the lock of the instance r has just created: held, or
 // waiting, in which case the instance goes Queued.
 func (r *run) takeLock(l *startLock) error {
+	id, err := r.idNow()
+	if err != nil {
+		return err
+	}
 	row := store.Lock{
-		ScopeKey: l.scopeKey, BusinessKey: l.key.BusinessKey, ProcessInstanceID: r.pi.ID, Held: !l.queued(), CreatedAt: r.now,
+		ID: id, ScopeKey: l.scopeKey, BusinessKey: l.key.BusinessKey, ProcessInstanceID: r.pi.ID, Held: !l.queued(), CreatedAt: r.now,
 	}
 	r.locks.taken = append(r.locks.taken, row)
 	if !l.queued() {
@@ -597,9 +601,9 @@ func (c *lockChanges) grant(l store.Lock, now time.Time) {
 }
 
 // newIndex is the index of l among the locks taken in this run, -1 for a
-// stored lock. A new lock has no ID until flush on a store that numbers
-// them; its instance and scope name it, since an instance asks for one
-// lock.
+// stored lock. A new lock has the engine's ID from when it is taken; one
+// without an ID is named by its instance and scope, since an instance
+// asks for one lock.
 func (c *lockChanges) newIndex(l store.Lock) int {
 	if l.ID != 0 {
 		return slices.IndexFunc(c.taken, func(t store.Lock) bool { return t.ID == l.ID })

@@ -186,7 +186,7 @@ func loadConsoleData(ctx context.Context, b *testing.B, e *engine.Engine, n int)
 			created := consoleCreated(i, n)
 			def := defs[(i*31)%len(defs)]
 			pi := store.ProcessInstance{
-				DefinitionID: def.ID, ProcessDefID: "order", State: string(state), Version: 1,
+				ID: int64(i + 1), DefinitionID: def.ID, ProcessDefID: "order", State: string(state), Version: 1,
 				CreatedAt: created, UpdatedAt: created,
 			}
 			if i%5 == 4 {
@@ -229,7 +229,7 @@ func loadConsoleData(ctx context.Context, b *testing.B, e *engine.Engine, n int)
 					Attempt: 1, CreatedAt: pi.CreatedAt, UpdatedAt: pi.CreatedAt,
 				})
 				timerRows = append(timerRows, store.Timer{
-					ID: int64(len(timerRows) + 1), ProcessInstanceID: pi.ID, DefinitionID: pi.DefinitionID, Kind: "deadline", Key: "0",
+					ID: int64(timers + len(timerRows) + 1), ProcessInstanceID: pi.ID, DefinitionID: pi.DefinitionID, Kind: "deadline", Key: "0",
 					State: store.TimerPending, DueAt: consoleNow.Add(time.Duration(i%1000-3) * time.Minute), CreatedAt: pi.CreatedAt,
 				})
 				if state == wftype.ProcessRunning && i%53 == 0 {
@@ -253,7 +253,8 @@ func loadConsoleData(ctx context.Context, b *testing.B, e *engine.Engine, n int)
 			if _, err := tx.InsertTimers(ctx, timerRows); err != nil {
 				return err
 			}
-			for _, inc := range incRows {
+			for k, inc := range incRows {
+				inc.ID = int64(incidents + k + 1)
 				if _, _, err := tx.RecordIncident(ctx, inc); err != nil {
 					return err
 				}

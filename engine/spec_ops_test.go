@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,12 +118,20 @@ func (s *spec) operate(d *datadriven.TestData, out *strings.Builder) (bool, erro
 		if err != nil {
 			return true, err
 		}
-		for _, inc := range page.Incidents {
+		// By instance, in the order the script met them, each instance's
+		// in id order: the ids of an engine the script restarted on its
+		// fake clock, which stands still, may sort before those of the
+		// engine before it, which ran ahead of the clock (package idgen).
+		incs := page.Incidents
+		slices.SortStableFunc(incs, func(a, b engine.Incident) int {
+			return cmp.Compare(slices.Index(s.instances, a.Instance), slices.Index(s.instances, b.Instance))
+		})
+		for _, inc := range incs {
 			fmt.Fprintf(out, "incident %s %s", s.alias(inc.Instance), inc.Cause)
 			if inc.Activity != "" {
 				fmt.Fprintf(out, " %s", inc.Activity)
 			}
-			fmt.Fprintf(out, " attempts=%d error=%q\n", inc.Attempts, firstLine(inc.Error))
+			fmt.Fprintf(out, " attempts=%d error=%q\n", inc.Attempts, s.named(firstLine(inc.Error)))
 		}
 		if len(page.Incidents) == 0 {
 			out.WriteString("no incidents\n")

@@ -211,6 +211,19 @@ func (s *spec) stopEngine() {
 // and more, 2^40 or so from 2020 on.
 var engineIDs = regexp.MustCompile(`\b[1-9][0-9]{12,15}\b`)
 
+// named is text with the ids the engine made (package idgen), which name
+// the clock's time, written as the script sees them: a process instance
+// the script has met by its alias (p1, p2, ...), any other id as <id>.
+func (s *spec) named(text string) string {
+	return engineIDs.ReplaceAllStringFunc(text, func(m string) string {
+		id, err := strconv.ParseInt(m, 10, 64)
+		if err == nil && slices.Contains(s.instances, id) {
+			return s.alias(id)
+		}
+		return "<id>"
+	})
+}
+
 // run executes one command of the script and returns its output.
 func (s *spec) run(t *testing.T, d *datadriven.TestData) string {
 	s.t = t
@@ -218,9 +231,7 @@ func (s *spec) run(t *testing.T, d *datadriven.TestData) string {
 	s.takeRecords() // nothing from before counts
 	err := s.do(d, &out)
 	if err != nil {
-		// The ids the engine makes (idgen) name the clock's time: an
-		// error shows them as <id>.
-		fmt.Fprintf(&out, "error: %s\n", engineIDs.ReplaceAllString(err.Error(), "<id>"))
+		fmt.Fprintf(&out, "error: %s\n", s.named(err.Error()))
 	}
 	s.settle()
 	s.writeRecords(&out)
@@ -703,13 +714,13 @@ func (s *spec) formatRecord(r engine.Record) string {
 		parts = append(parts, "parent="+s.alias(r.Parent))
 	}
 	if r.Detail != "" {
-		parts = append(parts, "detail="+strconv.Quote(r.Detail))
+		parts = append(parts, "detail="+strconv.Quote(s.named(r.Detail)))
 	}
 	if r.Due != nil {
 		parts = append(parts, "due="+relative(*r.Due))
 	}
 	if r.Error != "" {
-		parts = append(parts, "error="+strconv.Quote(firstLine(r.Error)))
+		parts = append(parts, "error="+strconv.Quote(s.named(firstLine(r.Error))))
 	}
 	return strings.Join(parts, " ")
 }
@@ -759,7 +770,7 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 	}
 	out.WriteByte('\n')
 	if pi.Diagnosis != "" {
-		fmt.Fprintf(out, "  diagnosis: %s\n", pi.Diagnosis)
+		fmt.Fprintf(out, "  diagnosis: %s\n", s.named(pi.Diagnosis))
 	}
 	acts, err := activitiesOf(s.look, s.e, id)
 	if err != nil {
@@ -771,7 +782,7 @@ func (s *spec) state(d *datadriven.TestData, out *strings.Builder) error {
 			fmt.Fprintf(out, " set=%s", a.ActivitySet)
 		}
 		if a.Diagnosis != "" {
-			fmt.Fprintf(out, " diagnosis=%q", firstLine(a.Diagnosis))
+			fmt.Fprintf(out, " diagnosis=%q", s.named(firstLine(a.Diagnosis)))
 		}
 		out.WriteByte('\n')
 	}

@@ -49,8 +49,12 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	r.doomed, r.rerun, r.actIDs = r0.doomed, r0.rerun, r0.actIDs // one transaction, one history of attempts
 	r.calls = r0.calls
 	r.dep, r.proc = dep, proc
+	id, err := r.e.ids.Next(r.ctx)
+	if err != nil {
+		return nil, err
+	}
 	pi := store.ProcessInstance{
-		DefinitionID: dep.def.ID, ProcessDefID: proc.ID, State: string(wftype.ProcessInitiated),
+		ID: id, DefinitionID: dep.def.ID, ProcessDefID: proc.ID, State: string(wftype.ProcessInitiated),
 		CreatedAt: r.now, UpdatedAt: r.now,
 	}
 	if parent == nil && fired == nil {

@@ -285,8 +285,12 @@ func (e *Engine) deployTogether(ctx context.Context, ms []member, a *auditing) (
 	err := e.deployTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		var group int64
 		for i, d := range deps {
+			id, err := e.ids.Next(ctx)
+			if err != nil {
+				return fmt.Errorf("deploy %s: %w", d.pkg.ID, err)
+			}
 			def, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{
-				PackageID: d.pkg.ID, Name: d.pkg.Name, Source: ms[i].src, CreatedAt: now,
+				ID: id, PackageID: d.pkg.ID, Name: d.pkg.Name, Source: ms[i].src, CreatedAt: now,
 				GroupID: group, File: ms[i].file,
 			})
 			if err != nil {

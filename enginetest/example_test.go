@@ -3,6 +3,7 @@ package enginetest_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -146,6 +147,9 @@ func ExampleHarness_Steps() {
 	// process Completed
 }
 
+// engineIDs matches the ids the engine makes (package idgen).
+var engineIDs = regexp.MustCompile(`[1-9][0-9]{12,15}`)
+
 // Report is what a failing helper prints: here, an application that
 // keeps failing leaves Ship Abnormal with an incident.
 func ExampleHarness_Report() {
@@ -159,14 +163,15 @@ func ExampleHarness_Report() {
 	h.DeployFile("testdata/approval.xpdl")
 	id := h.Start("approval", nil)
 	h.CompleteWorkItem(id, "Review", map[string]any{"approved": true})
-	fmt.Println(h.Report(id))
+	// The ids are the engine's, made from the (fake) clock: <id> here.
+	fmt.Println(engineIDs.ReplaceAllString(h.Report(id), "<id>"))
 	// Output:
-	// instance 1 of process approval (package orders, version 1) is Running
+	// instance <id> of process approval (package orders, version 1) is Running
 	//   clock: 2026-01-05T09:00:00Z
 	//   activities: 1 completed, 1 not:
-	//     Ship (#777284812800009) Abnormal: carrier closed
+	//     Ship (#<id>) Abnormal: carrier closed
 	//   open incidents:
-	//     #1 application on Ship (#777284812800009) after 1 attempt(s): carrier closed
+	//     #<id> application on Ship (#<id>) after 1 attempt(s): carrier closed
 	//   history (last 10 of 10):
 	//     09:00:00.000 process Initiated by host
 	//     09:00:00.000 activity Review Initiated by host

@@ -8,7 +8,8 @@ import "time"
 // Entries name process instances without belonging to them: purging an
 // instance keeps the entries that name it.
 type AuditEntry struct {
-	// ID is assigned by the store; it orders the entries as written.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert; it orders the entries as written (ids grow with time).
 	ID int64
 	// At is when the entry was written (the engine's clock).
 	At time.Time

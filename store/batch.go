@@ -7,7 +7,8 @@ import "time"
 // background by one engine node at a time. The store keeps its progress
 // so that a restart continues where it stopped.
 type Batch struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert.
 	ID int64
 	// Action names the operation (the engine's BatchAction values).
 	Action string
@@ -67,7 +68,8 @@ const (
 
 // BatchFailure is an instance a batch skipped or failed on, with why.
 type BatchFailure struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen), given with
+	// BatchProgressParams.Failures.
 	ID int64
 	// BatchID and ProcessInstanceID say which batch and instance.
 	BatchID           int64
@@ -111,7 +113,8 @@ type BatchProgressParams struct {
 	Cursor int64
 	// Done, Skipped and Failed are added to the batch's counts.
 	Done, Skipped, Failed int64
-	// Failures are stored with the batch.
+	// Failures are stored with the batch, each with the ID the caller
+	// gave it (0 or less is refused).
 	Failures []BatchFailure
 	// Finish, when not empty, ends a Running batch in that state
 	// (BatchCompleted or BatchFailed) with Error; the owner lets go.

@@ -8,7 +8,9 @@ import "time"
 // instance, or the process instance itself when ActivityInstanceID is
 // nil); a new failure of the same subject updates it.
 type Incident struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen) for a new
+	// incident; a failure recorded on an open incident keeps the open
+	// incident's ID.
 	ID int64
 	// ProcessInstanceID is the instance the incident is in.
 	ProcessInstanceID int64

@@ -10,8 +10,10 @@ import "time"
 // store keeps the rows, serialises their changes per business key
 // (LocksForUpdate) and refuses a second holder of the same scope.
 type Lock struct {
-	// ID is assigned by the store; among the waiting locks of a key it is
-	// the order they were queued in.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert; ids grow with time, so among the waiting locks of a key it
+	// is the order they were queued in (up to the engine nodes' clock
+	// skew).
 	ID int64
 	// ScopeKey names the lock's scope: LockScopeGlobal, or a process
 	// (the engine writes "local:" and the package and process ids).

@@ -4,7 +4,8 @@ import "time"
 
 // Definition is one deployed version of an XPDL package.
 type Definition struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert.
 	ID int64
 	// PackageID is the XPDL Package id.
 	PackageID string
@@ -30,7 +31,8 @@ type Definition struct {
 
 // ProcessInstance is one run of a WorkflowProcess.
 type ProcessInstance struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert.
 	ID int64
 	// DefinitionID is the Definition the instance runs.
 	DefinitionID int64
@@ -145,7 +147,8 @@ type Variable struct {
 // visibility the store keeps beside it (InsertWorkItemParams.VisibleTo,
 // UpdateWorkItemParams.VisibleTo).
 type WorkItem struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert.
 	ID int64
 	// ProcessInstanceID is the process instance of the activity.
 	ProcessInstanceID int64
@@ -297,7 +300,8 @@ const (
 // has started, or addressed by the value of a process variable rather than
 // by instance id (correlation by query).
 type InboxMessage struct {
-	// ID is assigned by the store; messages are listed in ID order.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert; messages are listed in ID order.
 	ID int64
 	// MessageID is the sender's unique id of the message; inserting the
 	// same MessageID twice is ErrDuplicate.
@@ -351,7 +355,8 @@ const (
 // sends the trigger lists the subscriptions to that name to find its
 // receivers.
 type Subscription struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert.
 	ID int64
 	// Kind says what is waited for, e.g. "signal"; opaque to the store.
 	Kind string
@@ -384,7 +389,8 @@ const (
 // Timer is a durable timer: a deadline, a limit, a timer event or a
 // reminder, due at a point in time.
 type Timer struct {
-	// ID is assigned by the store.
+	// ID is the caller's (the engine's, package idgen), given at
+	// insert.
 	ID int64
 	// ProcessInstanceID is the instance the timer belongs to; 0 for a
 	// timer of a deployment (a timer start event).

@@ -65,9 +65,11 @@ type Tx interface {
 	// (store/publication.go).
 	Publications
 
-	// InsertDefinition stores a new version of a package: its Version is
-	// one more than the highest version stored for the PackageID (1 for
-	// the first). The stored definition is returned.
+	// InsertDefinition stores a new version of a package, with the ID
+	// the caller gave it (params.ID: the engine's, package idgen; 0 or
+	// less is refused, an ID already stored is ErrDuplicate): its
+	// Version is one more than the highest version stored for the
+	// PackageID (1 for the first). The stored definition is returned.
 	InsertDefinition(ctx context.Context, params InsertDefinitionParams) (Definition, error)
 	// GetDefinition returns the definition with the given id, or
 	// ErrNotFound.
@@ -78,9 +80,14 @@ type Tx interface {
 	// ListDefinitions returns definitions in ID order.
 	ListDefinitions(ctx context.Context, params ListDefinitionsParams) ([]Definition, error)
 
-	// InsertProcessInstance stores a new process instance. The ID and
-	// Version of inst are ignored; the returned instance has its ID and
-	// Version 1.
+	// InsertProcessInstance stores a new process instance with the ID
+	// the caller gave it (the engine's, package idgen: positive and
+	// unique; 0 or less is refused, an ID already stored is
+	// ErrDuplicate, as is a StartKey already stored). The Version of inst
+	// is ignored; the returned instance has Version 1. An instance
+	// without a StartKey may be held back like InsertHistory (see Flush),
+	// so that its ErrDuplicate may come from a later statement, Flush or
+	// the commit; one with a StartKey is written at once.
 	InsertProcessInstance(ctx context.Context, inst ProcessInstance) (ProcessInstance, error)
 	// GetProcessInstance returns the process instance with the given id,
 	// or ErrNotFound.
@@ -95,8 +102,9 @@ type Tx interface {
 	ListProcessInstances(ctx context.Context, params ListProcessInstancesParams) ([]ProcessInstance, error)
 	// InsertProcessInstances stores new process instances, all or none,
 	// with multi-row inserts: bulk loads and tools (the engine inserts
-	// one at a time). IDs are assigned in the order of insts, Version is
-	// 1, and the stored instances are returned in that order.
+	// one at a time). Each has the ID its caller gave it, as for
+	// InsertProcessInstance; Version is 1, and the stored instances are
+	// returned in the order of insts.
 	InsertProcessInstances(ctx context.Context, insts []ProcessInstance) ([]ProcessInstance, error)
 	// CountProcessInstances counts the process instances params selects,
 	// as ListProcessInstances would return them without a limit, but
@@ -374,9 +382,12 @@ type Tx interface {
 	// replaced, and Attempts is inc.Attempts when that is greater than 0,
 	// else one more than before. A new incident gets FirstFailureAt =
 	// inc.LastFailureAt (when FirstFailureAt is zero) and Attempts at
-	// least 1. ID, State and the resolution fields of inc are ignored.
-	// The incident is returned as stored; opened says whether it is new
-	// (false: the subject's open incident was updated).
+	// least 1, and inc.ID, the caller's (the engine's, package idgen;
+	// required, 0 or less is refused, an ID already stored is
+	// ErrDuplicate); an update keeps the open incident's ID. State and
+	// the resolution fields of inc are ignored. The incident is returned
+	// as stored; opened says whether it is new (false: the subject's
+	// open incident was updated).
 	RecordIncident(ctx context.Context, inc Incident) (stored Incident, opened bool, err error)
 	// ResolveIncidents resolves the open incidents params selects and
 	// returns how many it resolved.
@@ -390,9 +401,10 @@ type Tx interface {
 	// empty) per cause. Causes without incidents are absent.
 	CountIncidents(ctx context.Context, states []string) (map[string]int64, error)
 
-	// InsertBatch stores a new batch (store/batch.go); its ID is
-	// assigned, the other fields are kept as given. The stored batch is
-	// returned.
+	// InsertBatch stores a new batch (store/batch.go) with the ID the
+	// caller gave it (the engine's, package idgen; 0 or less is refused,
+	// an ID already stored is ErrDuplicate); the other fields are kept as
+	// given. The stored batch is returned.
 	InsertBatch(ctx context.Context, b Batch) (Batch, error)
 	// GetBatch returns the batch with the given id, or ErrNotFound.
 	GetBatch(ctx context.Context, id int64) (Batch, error)
@@ -406,8 +418,9 @@ type Tx interface {
 	// (ReleaseClaims: it stopped or its node died).
 	ClaimBatch(ctx context.Context, params ClaimBatchParams) (Batch, error)
 	// UpdateBatchProgress records what a chunk of a batch did (cursor,
-	// counts, failures) if params.Owner still holds the batch, else it
-	// returns ErrLeaseLost and changes nothing. The counts are recorded
+	// counts, failures, the latter with their callers' IDs) if
+	// params.Owner still holds the batch, else it returns ErrLeaseLost
+	// and changes nothing. The counts are recorded
 	// whatever the batch's state (an operator may have paused or
 	// cancelled it meanwhile); Finish ends it only while it is Running.
 	// It returns the batch as stored.
@@ -432,7 +445,9 @@ type Tx interface {
 	// InsertLock stores a new lock, held or waiting. It returns
 	// ErrDuplicate when lock is held and a held lock of the same
 	// ScopeKey and BusinessKey exists: the database keeps at most one.
-	// The ID of lock is ignored; the returned lock has its ID.
+	// The lock has the ID the caller gave it (the engine's, package
+	// idgen; 0 or less is refused, an ID already stored is
+	// ErrDuplicate).
 	InsertLock(ctx context.Context, lock Lock) (Lock, error)
 	// GrantLock makes the waiting lock id held since at; ErrDuplicate as
 	// for InsertLock, ErrNotFound when no waiting lock has that id.
@@ -464,7 +479,8 @@ type Tx interface {
 
 	// InsertHistory appends entries to the audit trail, with the IDs the
 	// caller gave them (the engine's, package idgen: positive, unique,
-	// ordered by time; 0 or less is refused). It is all or none once the caller has rolled
+	// ordered by time; 0 or less is refused). It is all or none once the
+	// caller has rolled
 	// back after an error: inside a transaction, a store may leave the
 	// first rows of a failed multi-row statement for the rollback to undo
 	// (the SQLite store does, to spare itself a statement journal).
@@ -473,9 +489,11 @@ type Tx interface {
 	// which is the order the engine made the entries in.
 	ListHistory(ctx context.Context, params ListHistoryParams) ([]HistoryEntry, error)
 
-	// InsertAudit appends an entry to the audit log (store/audit.go); its
-	// ID is ignored. Inside a transaction it may be held back like
-	// InsertHistory (see Flush).
+	// InsertAudit appends an entry to the audit log (store/audit.go),
+	// with the ID the caller gave it (the engine's, package idgen; 0 or
+	// less is refused). Inside a transaction it may be held back like
+	// InsertHistory (see Flush), so that a duplicate ID may be reported
+	// later.
 	InsertAudit(ctx context.Context, entry AuditEntry) error
 	// ListAudit returns the audit entries matching the filter, newest
 	// first (ID descending).
@@ -514,6 +532,9 @@ type Tx interface {
 
 // InsertDefinitionParams are the arguments of Tx.InsertDefinition.
 type InsertDefinitionParams struct {
+	// ID is the new definition's, the caller's (the engine's, package
+	// idgen); required.
+	ID int64
 	// PackageID is the XPDL Package id; required.
 	PackageID string
 	// Name is the package's name.

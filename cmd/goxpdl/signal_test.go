@@ -58,7 +58,7 @@ func TestRunStopsOnSignal(t *testing.T) { //nolint:paralleltest // it signals th
 			}
 			require.NoError(t, syscall.Kill(os.Getpid(), sig))
 			require.Equal(t, exitStuck, <-code)
-			require.Regexp(t, `(?m)^instance 1 of process spin: Running; stopped: `+sig.String()+` signal received; open activities: (A|B) \(instance \d+\) (Initiated|Active)$`, stderr.String())
+			require.Regexp(t, `(?m)^instance \d+ of process spin: Running; stopped: `+sig.String()+` signal received; open activities: (A|B) \(instance \d+\) (Initiated|Active)$`, stderr.String())
 		})
 	}
 }

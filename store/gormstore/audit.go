@@ -17,7 +17,7 @@ const tableAudit = "goxpdl_audit"
 // newest first: each ends, implicitly, with the primary key (InnoDB's
 // secondary indexes carry it; SQLite's carry the rowid, which id is).
 type auditModel struct {
-	ID         int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	ID         int64     `gorm:"column:id;primaryKey;autoIncrement:false"`
 	At         time.Time `gorm:"column:at;not null;precision:6;index:goxpdl_audit_at"`
 	Actor      string    `gorm:"column:actor;size:255;not null;index:goxpdl_audit_actor"`
 	Action     string    `gorm:"column:action;size:64;not null;index:goxpdl_audit_action"`
@@ -45,6 +45,9 @@ func (m *auditModel) row() store.AuditEntry {
 // row's values.
 var auditColumns = []string{"at", "actor", "action", "target_kind", "target_id", "instance_id", "reason", "data", "result", "error", "detail"}
 
+// auditColumnsWithID are the id and auditColumns.
+var auditColumnsWithID = append([]string{"id"}, auditColumns...)
+
 // InsertAudit implements store.Tx: a plain INSERT, held back in a
 // pipelined MySQL transaction like a history row.
 func (s *Store) InsertAudit(ctx context.Context, e store.AuditEntry) error {
@@ -54,7 +57,10 @@ func (s *Store) InsertAudit(ctx context.Context, e store.AuditEntry) error {
 	case e.Result == "":
 		return errors.New("insert audit entry: no result")
 	}
-	if err := requireTime("insert audit entry: at", e.At); err != nil {
+	if err := errors.Join(
+		requireID("insert audit entry", e.ID),
+		requireTime("insert audit entry: at", e.At),
+	); err != nil {
 		return err
 	}
 	done, err := s.writing(ctx)
@@ -62,9 +68,9 @@ func (s *Store) InsertAudit(ctx context.Context, e store.AuditEntry) error {
 		return err
 	}
 	defer done()
-	row := []any{dbTime(e.At), e.Actor, e.Action, e.TargetKind, e.TargetID, copyInt64Ptr(e.InstanceID), e.Reason,
+	row := []any{e.ID, dbTime(e.At), e.Actor, e.Action, e.TargetKind, e.TargetID, copyInt64Ptr(e.InstanceID), e.Reason,
 		dbBytes(e.Data), e.Result, e.Error, e.Detail}
-	if err := insertRows(ctx, s, tableAudit, auditColumns, [][]any{row}); err != nil {
+	if err := insertRows(ctx, s, tableAudit, auditColumnsWithID, [][]any{row}); err != nil {
 		return wrap(err, "insert audit entry %s", e.Action)
 	}
 	return nil

@@ -22,7 +22,7 @@ const (
 // batchModel is a batch. Owner is "" when no runner holds it; the index
 // on (state, owner) serves the runners' claims.
 type batchModel struct {
-	ID            int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	ID            int64      `gorm:"column:id;primaryKey;autoIncrement:false"`
 	Action        string     `gorm:"column:action;size:64;not null"`
 	Filter        []byte     `gorm:"column:filter"`
 	Params        []byte     `gorm:"column:params"`
@@ -57,7 +57,7 @@ func (m batchModel) row() store.Batch {
 
 // batchFailureModel is an instance a batch skipped or failed on.
 type batchFailureModel struct {
-	ID                int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	ID                int64     `gorm:"column:id;primaryKey;autoIncrement:false"`
 	BatchID           int64     `gorm:"column:batch_id;not null;index:goxpdl_batch_failures_batch"`
 	ProcessInstanceID int64     `gorm:"column:process_instance_id;not null"`
 	Skipped           bool      `gorm:"column:skipped;not null"`
@@ -85,7 +85,10 @@ func (s *Store) InsertBatch(ctx context.Context, b store.Batch) (store.Batch, er
 	case b.State == "":
 		return store.Batch{}, errors.New("insert batch: no state")
 	}
-	if err := requireTime("insert batch: created at", b.CreatedAt); err != nil {
+	if err := errors.Join(
+		requireID("insert batch", b.ID),
+		requireTime("insert batch: created at", b.CreatedAt),
+	); err != nil {
 		return store.Batch{}, err
 	}
 	done, err := s.writing(ctx)
@@ -98,7 +101,7 @@ func (s *Store) InsertBatch(ctx context.Context, b store.Batch) (store.Batch, er
 		updated = b.CreatedAt
 	}
 	m := batchModel{
-		Action: b.Action, Filter: dbBytes(b.Filter), Params: dbBytes(b.Params), Actor: b.Actor, Reason: b.Reason,
+		ID: b.ID, Action: b.Action, Filter: dbBytes(b.Filter), Params: dbBytes(b.Params), Actor: b.Actor, Reason: b.Reason,
 		Data: dbBytes(b.Data), State: b.State, Owner: b.Owner, Total: b.Total, MaxInstanceID: b.MaxInstanceID,
 		Cursor: b.Cursor, Done: b.Done, Skipped: b.Skipped, Failed: b.Failed, Error: b.Error, Note: b.Note,
 		CreatedAt: dbTime(b.CreatedAt), UpdatedAt: dbTime(updated), EndedAt: dbTimePtr(b.EndedAt),
@@ -191,6 +194,11 @@ func (s *Store) UpdateBatchProgress(ctx context.Context, params store.BatchProgr
 	if params.Finish != "" && params.Finish != store.BatchCompleted && params.Finish != store.BatchFailed {
 		return store.Batch{}, fmt.Errorf("update batch %d: cannot finish as %q", params.ID, params.Finish)
 	}
+	for _, f := range params.Failures {
+		if err := requireID(fmt.Sprintf("update batch %d: failure", params.ID), f.ID); err != nil {
+			return store.Batch{}, err
+		}
+	}
 	var out batchModel
 	err := s.atomic(ctx, func(db *gorm.DB) error {
 		var m batchModel
@@ -219,7 +227,7 @@ func (s *Store) UpdateBatchProgress(ctx context.Context, params store.BatchProgr
 		if len(params.Failures) > 0 {
 			fs := make([]batchFailureModel, len(params.Failures))
 			for i, f := range params.Failures {
-				fs[i] = batchFailureModel{BatchID: m.ID, ProcessInstanceID: f.ProcessInstanceID, Skipped: f.Skipped,
+				fs[i] = batchFailureModel{ID: f.ID, BatchID: m.ID, ProcessInstanceID: f.ProcessInstanceID, Skipped: f.Skipped,
 					Error: f.Error, At: dbTime(f.At)}
 				if f.At.IsZero() {
 					fs[i].At = now

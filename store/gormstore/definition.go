@@ -22,12 +22,16 @@ const insertDefinitionTries = 16
 // on MySQL takes gap locks when the package has no rows yet, and two
 // deployers then deadlock on their inserts however often they retry.)
 // Inside a caller's transaction the error is returned as ErrDuplicate or
-// ErrConflict for the caller to retry.
+// ErrConflict for the caller to retry. The id is the caller's; a
+// duplicate id is ErrDuplicate at once.
 func (s *Store) InsertDefinition(ctx context.Context, params store.InsertDefinitionParams) (store.Definition, error) {
 	if params.PackageID == "" {
 		return store.Definition{}, errors.New("insert definition: empty package id")
 	}
-	if err := requireTime("insert definition: created at", params.CreatedAt); err != nil {
+	if err := errors.Join(
+		requireID("insert definition", params.ID),
+		requireTime("insert definition: created at", params.CreatedAt),
+	); err != nil {
 		return store.Definition{}, err
 	}
 	var (
@@ -55,6 +59,7 @@ func (s *Store) InsertDefinition(ctx context.Context, params store.InsertDefinit
 				next = versions[0] + 1
 			}
 			m = definitionModel{
+				ID:        params.ID,
 				PackageID: params.PackageID,
 				Version:   next,
 				Name:      params.Name,
@@ -70,6 +75,14 @@ func (s *Store) InsertDefinition(ctx context.Context, params store.InsertDefinit
 		err = translate(err)
 		if err == nil || s.inTx() || !(errors.Is(err, store.ErrDuplicate) || errors.Is(err, store.ErrConflict)) {
 			break
+		}
+		if errors.Is(err, store.ErrDuplicate) {
+			// Not another deployer's version when the id is taken:
+			// trying again would meet it again.
+			var n int64
+			if cerr := s.db.WithContext(ctx).Model(&definitionModel{}).Where("id = ?", params.ID).Count(&n).Error; cerr != nil || n > 0 {
+				break
+			}
 		}
 	}
 	if err != nil {

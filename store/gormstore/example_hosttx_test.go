@@ -56,7 +56,7 @@ func ExampleNew_hostTransaction() {
 			return err
 		}
 		_, err = inTx.InsertProcessInstance(ctx, store.ProcessInstance{
-			ProcessDefID: "approve_invoice", State: "Initiated", CreatedAt: now, UpdatedAt: now,
+			ID: 1, ProcessDefID: "approve_invoice", State: "Initiated", CreatedAt: now, UpdatedAt: now,
 		})
 		return err
 	})

@@ -46,10 +46,10 @@ func ExampleStore_Savepoint() {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	errRefused := errors.New("refused")
 	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
-		for _, process := range []string{"first", "refused", "third"} {
+		for i, process := range []string{"first", "refused", "third"} {
 			failed, err := tx.Savepoint(ctx, func(ctx context.Context, tx store.Tx) error {
 				if _, err := tx.InsertProcessInstance(ctx, store.ProcessInstance{
-					ProcessDefID: process, State: "Initiated", CreatedAt: now, UpdatedAt: now,
+					ID: int64(i + 1), ProcessDefID: process, State: "Initiated", CreatedAt: now, UpdatedAt: now,
 				}); err != nil {
 					return err
 				}

@@ -41,6 +41,7 @@ func Example() {
 	deployed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i, name := range []string{"Order handling", "Order handling (fixed)"} {
 		_, err := s.InsertDefinition(ctx, store.InsertDefinitionParams{
+			ID:        int64(i + 1), // the caller's (the engine's, package idgen)
 			PackageID: "orders",
 			Name:      name,
 			Source:    []byte(`<Package Id="orders"/>`),

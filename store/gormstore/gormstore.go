@@ -47,9 +47,6 @@ type Store struct {
 	// one text, so transactions begun by InTx pipeline their writes
 	// (pipeline.go).
 	pipelined bool
-	// returning: the MySQL server returns the ids of an INSERT (MariaDB's
-	// INSERT … RETURNING).
-	returning bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -78,7 +75,7 @@ func New(db *gorm.DB) (*Store, error) {
 	}
 	return &Store{
 		db: db, dialect: dialect, gate: gateFor(db),
-		readCommitted: readCommittedSessions(db), pipelined: pipelinedSessions(db), returning: returnsInsertIDs(db),
+		readCommitted: readCommittedSessions(db), pipelined: pipelinedSessions(db),
 	}, nil
 }
 
@@ -118,7 +115,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 			pool, _ := tx.ConnPool.(*sql.DB)
 			tx.Statement.ConnPool = &pipeline{tx: sqlTx, pool: pool}
 		}
-		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, readCommitted: s.readCommitted, pipelined: s.pipelined, returning: s.returning})
+		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, readCommitted: s.readCommitted, pipelined: s.pipelined})
 		return fnErr
 	}, opts...)
 	if err == nil || err == fnErr { //nolint:errorlint // identity: fn's own error goes back unchanged
@@ -279,11 +276,10 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 // insertRows inserts rows (values in the order of columns) into table
 // with multi-row INSERT statements of at most batchSize rows, straight
 // through the connection or transaction underneath gorm: for the rows the
-// engine writes on every step (history), gorm's per-row reflection and its
-// INSERT … RETURNING cost more than the statement itself; and on SQLite
-// RETURNING makes every INSERT keep a statement journal. More than one
-// chunk runs inside a transaction (a savepoint when nested), so that the
-// rows are all or nothing.
+// engine writes on every step (history), gorm's per-row reflection costs
+// more than the statement itself. More than one chunk runs inside a
+// transaction (a savepoint when nested), so that the rows are all or
+// nothing.
 //
 // One chunk is a write that needs no result, queued on a pipelined MySQL
 // transaction (pipeline.go).
@@ -312,98 +308,6 @@ func insertStatement(s *Store, table string, columns []string, rows [][]any) (st
 		args = append(args, r...)
 	}
 	return q.String(), args
-}
-
-// insertRowsSQLite is insertRows for a SQLite table whose id is an
-// INTEGER PRIMARY KEY AUTOINCREMENT: it returns the new rows' ids, in the
-// order of rows. The rows of one INSERT get consecutive ids (the writer
-// holds SQLite's only write lock, and each row takes one more than the
-// largest id the table ever had), and the statement reports the last.
-func insertRowsSQLite(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
-	ids := make([]int64, 0, len(rows))
-	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) (err error) {
-		ids, err = appendInsertIDs(ctx, db, ids, query, args, n, func(last int64) int64 { return last - int64(n-1) })
-		return err
-	})
-	return ids, err
-}
-
-// appendInsertIDs runs a multi-row INSERT of n rows whose ids are
-// consecutive, and appends them to ids; first turns the id the statement
-// reports (LastInsertId) into the first row's. SQLite and MySQL only:
-// PostgreSQL reports no insert id.
-func appendInsertIDs(ctx context.Context, db *gorm.DB, ids []int64, query string, args []any, n int, first func(reported int64) int64) ([]int64, error) {
-	res, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
-	if err != nil {
-		return ids, err
-	}
-	reported, err := res.LastInsertId()
-	if err != nil {
-		return ids, err
-	}
-	for i := range int64(n) {
-		ids = append(ids, first(reported)+i)
-	}
-	return ids, nil
-}
-
-// insertRowsServer is insertRows for a MySQL table whose id is an
-// AUTO_INCREMENT column, or a PostgreSQL one whose id is a bigserial: it
-// returns the new rows' ids, in the order of rows, as plain statements
-// rather than gorm's Create (whose reflection cost the engine more than
-// the statement). MariaDB (INSERT … RETURNING, 10.5 and later) and
-// PostgreSQL return them, a multi-row INSERT … VALUES in the order of its
-// rows; MySQL reports the first, and the rows of a multi-row INSERT of
-// values get consecutive ids under every innodb_autoinc_lock_mode.
-func insertRowsServer(ctx context.Context, s *Store, table string, columns []string, rows [][]any) ([]int64, error) {
-	ids := make([]int64, 0, len(rows))
-	err := insertChunks(ctx, s, table, columns, rows, func(db *gorm.DB, query string, args []any, n int) (err error) {
-		if !s.returning && s.dialect == store.DialectMySQL {
-			ids, err = appendInsertIDs(ctx, db, ids, query, args, n, func(first int64) int64 { return first })
-			return err
-		}
-		got, err := db.Statement.ConnPool.QueryContext(ctx, s.native(query+" RETURNING `id`"), args...)
-		if err != nil {
-			return err
-		}
-		before := len(ids)
-		for got.Next() {
-			var id int64
-			if err := got.Scan(&id); err != nil {
-				return closeWith(got, err)
-			}
-			ids = append(ids, id)
-		}
-		if err := closeWith(got, got.Err()); err != nil {
-			return err
-		}
-		if len(ids)-before != n {
-			return fmt.Errorf("insert into %s: %d ids returned for %d rows", table, len(ids)-before, n)
-		}
-		return nil
-	})
-	return ids, err
-}
-
-// insertModels inserts models (their columns' values in the order of
-// columns) as plain multi-row INSERTs, and sets their ids.
-func insertModels[M any](ctx context.Context, s *Store, table string, columns []string, models []M, values func(M) []any, setID func(*M, int64)) error {
-	rows := make([][]any, len(models))
-	for i, m := range models {
-		rows[i] = values(m)
-	}
-	insert := insertRowsSQLite
-	if s.dialect != store.DialectSQLite {
-		insert = insertRowsServer
-	}
-	ids, err := insert(ctx, s, table, columns, rows)
-	if err != nil {
-		return err
-	}
-	for i := range models {
-		setID(&models[i], ids[i])
-	}
-	return nil
 }
 
 // insertChunks runs the multi-row INSERTs of rows into table, at most

@@ -51,7 +51,9 @@ type hostOrder struct {
 func TestHostTransaction(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	instance := store.ProcessInstance{ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}
+	instance := func(id int64) store.ProcessInstance {
+		return store.ProcessInstance{ID: id, ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}
+	}
 
 	setup := func(t *testing.T, d dialect) (context.Context, *gorm.DB, *gormstore.Store) {
 		t.Helper()
@@ -84,7 +86,7 @@ func TestHostTransaction(t *testing.T) {
 					require.NoError(t, tx.Create(&hostOrder{Title: "order 1"}).Error)
 					ts, err := gormstore.New(tx)
 					require.NoError(t, err)
-					_, err = ts.InsertProcessInstance(ctx, instance)
+					_, err = ts.InsertProcessInstance(ctx, instance(1))
 					return err
 				})
 				require.NoError(t, err)
@@ -103,7 +105,7 @@ func TestHostTransaction(t *testing.T) {
 					// The engine's own InTx inside the host's transaction
 					// succeeds, yet the host's rollback undoes it.
 					require.NoError(t, ts.InTx(ctx, func(ctx context.Context, etx store.Tx) error {
-						_, err := etx.InsertProcessInstance(ctx, instance)
+						_, err := etx.InsertProcessInstance(ctx, instance(1))
 						return err
 					}))
 					_, err = ts.InsertEvents(ctx, []store.Event{{ID: 1, EventID: "e1", Kind: "k", CreatedAt: t0, AvailableAt: t0}})
@@ -126,19 +128,19 @@ func TestHostTransaction(t *testing.T) {
 					require.NoError(t, tx.Create(&hostOrder{Title: "order 1"}).Error)
 					ts, err := gormstore.New(tx)
 					require.NoError(t, err)
-					kept, err := ts.InsertProcessInstance(ctx, instance)
+					kept, err := ts.InsertProcessInstance(ctx, instance(1))
 					require.NoError(t, err)
 
 					var dropped store.ProcessInstance
 					err = ts.InTx(ctx, func(ctx context.Context, etx store.Tx) error {
-						dropped, err = etx.InsertProcessInstance(ctx, instance)
+						dropped, err = etx.InsertProcessInstance(ctx, instance(2))
 						require.NoError(t, err)
 						return errEngine
 					})
 					require.ErrorIs(t, err, errEngine)
 					require.Panics(t, func() {
 						_ = ts.InTx(ctx, func(ctx context.Context, etx store.Tx) error {
-							_, err := etx.InsertProcessInstance(ctx, instance)
+							_, err := etx.InsertProcessInstance(ctx, instance(3))
 							require.NoError(t, err)
 							panic("engine bug")
 						})
@@ -178,7 +180,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			s := newStore(t, d.open(t))
-			_, err := s.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+			_, err := s.InsertDefinition(ctx, store.InsertDefinitionParams{ID: 1, PackageID: "p", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 			require.NoError(t, err)
 			require.NoError(t, s.Migrate(ctx))
 			require.NoError(t, s.Migrate(ctx))
@@ -398,7 +400,7 @@ func TestMigrateAddsDepthToStoredInstances(t *testing.T) {
 			db := d.open(t)
 			s := newStore(t, db)
 			t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-			old, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ProcessDefID: "main", State: "Running", Depth: 5, CreatedAt: t0, UpdatedAt: t0})
+			old, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ID: 1, ProcessDefID: "main", State: "Running", Depth: 5, CreatedAt: t0, UpdatedAt: t0})
 			require.NoError(t, err)
 			require.NoError(t, db.Migrator().DropColumn("goxpdl_process_instances", "depth"))
 			require.False(t, db.Migrator().HasColumn("goxpdl_process_instances", "depth"))
@@ -407,7 +409,7 @@ func TestMigrateAddsDepthToStoredInstances(t *testing.T) {
 			got, err := s.GetProcessInstance(ctx, old.ID)
 			require.NoError(t, err)
 			require.Zero(t, got.Depth)
-			sub, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ProcessDefID: "sub", ParentInstanceID: &old.ID, State: "Running", Depth: 1, CreatedAt: t0, UpdatedAt: t0})
+			sub, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ID: 2, ProcessDefID: "sub", ParentInstanceID: &old.ID, State: "Running", Depth: 1, CreatedAt: t0, UpdatedAt: t0})
 			require.NoError(t, err)
 			got, err = s.GetProcessInstance(ctx, sub.ID)
 			require.NoError(t, err)

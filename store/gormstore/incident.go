@@ -23,7 +23,7 @@ const tableIncidents = "goxpdl_incidents"
 // the instances with an open incident of a cause, from the index alone;
 // it replaced goxpdl_incidents_state (state, cause), which Migrate drops.
 type incidentModel struct {
-	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement:false"`
 	OpenKey            *string    `gorm:"column:open_key;size:64;uniqueIndex:goxpdl_incidents_open"`
 	ProcessInstanceID  int64      `gorm:"column:process_instance_id;not null;index:goxpdl_incidents_process;index:goxpdl_incidents_cause,priority:3"`
 	ActivityInstanceID *int64     `gorm:"column:activity_instance_id"`
@@ -69,7 +69,10 @@ func (s *Store) RecordIncident(ctx context.Context, inc store.Incident) (store.I
 	case inc.Cause == "":
 		return store.Incident{}, false, errors.New("record incident: no cause")
 	}
-	if err := requireTime("record incident: last failure at", inc.LastFailureAt); err != nil {
+	if err := errors.Join(
+		requireID("record incident", inc.ID),
+		requireTime("record incident: last failure at", inc.LastFailureAt),
+	); err != nil {
 		return store.Incident{}, false, err
 	}
 	key := incidentKey(inc.ProcessInstanceID, inc.ActivityInstanceID)
@@ -86,7 +89,7 @@ func (s *Store) RecordIncident(ctx context.Context, inc store.Incident) (store.I
 				first = inc.LastFailureAt
 			}
 			out = incidentModel{
-				OpenKey: &key, ProcessInstanceID: inc.ProcessInstanceID, ActivityInstanceID: inc.ActivityInstanceID,
+				ID: inc.ID, OpenKey: &key, ProcessInstanceID: inc.ProcessInstanceID, ActivityInstanceID: inc.ActivityInstanceID,
 				ActivityDefID: inc.ActivityDefID, Cause: inc.Cause, State: store.IncidentOpen, Error: inc.Error,
 				Application: inc.Application, Params: dbBytes(inc.Params), Attempts: max(inc.Attempts, 1),
 				FirstFailureAt: dbTime(first), LastFailureAt: dbTime(inc.LastFailureAt),

@@ -25,16 +25,23 @@ func (s *Store) InsertProcessInstance(ctx context.Context, inst store.ProcessIns
 }
 
 // InsertProcessInstances implements store.Tx: multi-row INSERTs of at
-// most batchSize rows, and the change of the counts per state
-// (counts.go), in one transaction.
+// most batchSize rows, with the caller's ids, and the change of the
+// counts per state (counts.go), in one transaction. Rows without a start
+// key are a write that needs no result (queued on a pipelined MySQL
+// transaction, pipeline.go); a row with one is sent at once, so that a
+// key already stored is the caller's ErrDuplicate rather than a later
+// statement's.
 func (s *Store) InsertProcessInstances(ctx context.Context, insts []store.ProcessInstance) ([]store.ProcessInstance, error) {
 	if len(insts) == 0 {
 		return nil, nil
 	}
-	ms := make([]processInstanceModel, len(insts))
+	rows := make([][]any, len(insts))
+	out := make([]store.ProcessInstance, len(insts))
 	deltas := countDeltas{}
+	keyed := false
 	for i, inst := range insts {
 		if err := errors.Join(
+			requireID("insert process instance", inst.ID),
 			requireTime("insert process instance: created at", inst.CreatedAt),
 			requireTime("insert process instance: updated at", inst.UpdatedAt),
 		); err != nil {
@@ -43,9 +50,11 @@ func (s *Store) InsertProcessInstances(ctx context.Context, insts []store.Proces
 		if inst.Depth < 0 {
 			return nil, fmt.Errorf("gormstore: insert process instance: depth %d is negative", inst.Depth)
 		}
-		ms[i] = processInstanceFromRow(inst)
-		ms[i].ID = 0
-		ms[i].Version = 1
+		m := processInstanceFromRow(inst)
+		m.Version = 1
+		rows[i] = append([]any{m.ID}, m.values()...)
+		out[i] = m.row()
+		keyed = keyed || inst.StartKey != ""
 		deltas.add(inst.DefinitionID, inst.ProcessDefID, inst.State, 1)
 	}
 	if !s.inTx() {
@@ -57,18 +66,26 @@ func (s *Store) InsertProcessInstances(ctx context.Context, insts []store.Proces
 		})
 		return out, err
 	}
-	if err := insertModels(ctx, s, tableProcessInstances, processInstanceColumns, ms, processInstanceModel.values, func(m *processInstanceModel, id int64) { m.ID = id }); err != nil {
+	var err error
+	if keyed {
+		err = insertChunks(ctx, s, tableProcessInstances, processInstanceColumnsWithID, rows, func(db *gorm.DB, query string, args []any, _ int) error {
+			_, err := db.Statement.ConnPool.ExecContext(ctx, s.native(query), args...)
+			return err
+		})
+	} else {
+		err = insertRows(ctx, s, tableProcessInstances, processInstanceColumnsWithID, rows)
+	}
+	if err != nil {
 		return nil, wrap(err, "insert %d process instances", len(insts))
 	}
 	if err := s.recordCounts(ctx, deltas); err != nil {
 		return nil, err
 	}
-	out := make([]store.ProcessInstance, len(ms))
-	for i := range ms {
-		out[i] = ms[i].row()
-	}
 	return out, nil
 }
+
+// processInstanceColumnsWithID are the id and processInstanceColumns.
+var processInstanceColumnsWithID = append([]string{"id"}, processInstanceColumns...)
 
 // GetProcessInstance implements store.Tx.
 func (s *Store) GetProcessInstance(ctx context.Context, id int64) (store.ProcessInstance, error) {

@@ -22,7 +22,7 @@ const (
 // business_key, held) admits one holder per scope and key, on every
 // node, and any number of waiters.
 type lockModel struct {
-	ID                int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	ID                int64      `gorm:"column:id;primaryKey;autoIncrement:false"`
 	ScopeKey          string     `gorm:"column:scope_key;size:255;not null;uniqueIndex:goxpdl_locks_held,priority:1"`
 	BusinessKey       string     `gorm:"column:business_key;size:255;not null;uniqueIndex:goxpdl_locks_held,priority:2;index:goxpdl_locks_key"`
 	Held              *bool      `gorm:"column:held;uniqueIndex:goxpdl_locks_held,priority:3"`
@@ -90,7 +90,10 @@ func (s *Store) InsertLock(ctx context.Context, lock store.Lock) (store.Lock, er
 	case lock.ProcessInstanceID == 0:
 		return store.Lock{}, errors.New("insert lock: no process instance")
 	}
-	if err := requireTime("insert lock: created at", lock.CreatedAt); err != nil {
+	if err := errors.Join(
+		requireID("insert lock", lock.ID),
+		requireTime("insert lock: created at", lock.CreatedAt),
+	); err != nil {
 		return store.Lock{}, err
 	}
 	done, err := s.writing(ctx)
@@ -99,7 +102,7 @@ func (s *Store) InsertLock(ctx context.Context, lock store.Lock) (store.Lock, er
 	}
 	defer done()
 	m := lockModel{
-		ScopeKey: lock.ScopeKey, BusinessKey: lock.BusinessKey, ProcessInstanceID: lock.ProcessInstanceID,
+		ID: lock.ID, ScopeKey: lock.ScopeKey, BusinessKey: lock.BusinessKey, ProcessInstanceID: lock.ProcessInstanceID,
 		CreatedAt: dbTime(lock.CreatedAt),
 	}
 	if lock.Held {

@@ -45,8 +45,8 @@ func TestMigrateUnderFaults(t *testing.T) {
 			db := d.open(t, in.OpenOpts())
 			s := newStore(t, db)
 			now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-			for range 2 {
-				_, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ProcessDefID: "p", State: "Initiated", CreatedAt: now, UpdatedAt: now})
+			for i := range 2 {
+				_, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ID: int64(i + 1), ProcessDefID: "p", State: "Initiated", CreatedAt: now, UpdatedAt: now})
 				require.NoError(t, err)
 			}
 			want, err := s.CountProcessInstancesByState(ctx)

@@ -45,7 +45,7 @@ const (
 )
 
 type definitionModel struct {
-	ID        int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	ID        int64     `gorm:"column:id;primaryKey;autoIncrement:false"`
 	PackageID string    `gorm:"column:package_id;size:255;not null;uniqueIndex:goxpdl_definitions_package_version,priority:1"`
 	Version   int       `gorm:"column:version;not null;uniqueIndex:goxpdl_definitions_package_version,priority:2"`
 	Name      string    `gorm:"column:name;type:text;not null"`
@@ -84,7 +84,7 @@ func (definitionModel) TableName() string { return tableDefinitions }
 // search for instances that ended before a cutoff (purge.go) and the
 // count of those that ended per minute (counts.go).
 type processInstanceModel struct {
-	ID               int64  `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_process_instances_state,priority:2;index:goxpdl_process_instances_created,priority:2;index:goxpdl_process_instances_state_created,priority:3;index:goxpdl_process_instances_definition_created,priority:3;index:goxpdl_process_instances_definition_state,priority:3"`
+	ID               int64  `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_process_instances_state,priority:2;index:goxpdl_process_instances_created,priority:2;index:goxpdl_process_instances_state_created,priority:3;index:goxpdl_process_instances_definition_created,priority:3;index:goxpdl_process_instances_definition_state,priority:3"`
 	DefinitionID     int64  `gorm:"column:definition_id;not null;index:goxpdl_process_instances_definition;index:goxpdl_process_instances_definition_created,priority:1;index:goxpdl_process_instances_definition_state,priority:1"`
 	ProcessDefID     string `gorm:"column:process_def_id;size:255;not null"`
 	ParentInstanceID *int64 `gorm:"column:parent_instance_id;index:goxpdl_process_instances_parent"`
@@ -118,7 +118,7 @@ func (m processInstanceModel) values() []any {
 }
 
 type activityInstanceModel struct {
-	ID                int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	ID                int64      `gorm:"column:id;primaryKey;autoIncrement:false"`
 	ProcessInstanceID int64      `gorm:"column:process_instance_id;not null;index:goxpdl_activity_instances_process_state,priority:1"`
 	ActivityDefID     string     `gorm:"column:activity_def_id;size:255;not null"`
 	ActivitySetID     string     `gorm:"column:activity_set_id;size:255;not null"`
@@ -166,7 +166,7 @@ func (variableModel) TableName() string { return tableVariables }
 
 // workItemModel is a work item. Assignees is the JSON of []principalJSON.
 type workItemModel struct {
-	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement:false"`
 	ProcessInstanceID  int64      `gorm:"column:process_instance_id;not null;index:goxpdl_work_items_process_state,priority:1"`
 	ActivityInstanceID int64      `gorm:"column:activity_instance_id;not null;index:goxpdl_work_items_activity"`
 	ProcessDefID       string     `gorm:"column:process_def_id;size:255;not null"`
@@ -222,7 +222,7 @@ func (visibilityModel) TableName() string { return tableVisibility }
 // lock the whole backlog and SKIP LOCKED would then hide it from the other
 // claimants.
 type eventModel struct {
-	ID                int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_events_claim,priority:2"`
+	ID                int64      `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_events_claim,priority:2"`
 	EventID           string     `gorm:"column:event_id;size:255;not null;uniqueIndex:goxpdl_events_event_id"`
 	ProcessInstanceID int64      `gorm:"column:process_instance_id;not null;index:goxpdl_events_process"`
 	Kind              string     `gorm:"column:kind;size:128;not null"`
@@ -247,7 +247,7 @@ func (m eventModel) values() []any {
 }
 
 type historyModel struct {
-	ID                 int64     `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_history_process,priority:2"`
+	ID                 int64     `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_history_process,priority:2"`
 	ProcessInstanceID  int64     `gorm:"column:process_instance_id;not null;index:goxpdl_history_process,priority:1"`
 	ActivityInstanceID *int64    `gorm:"column:activity_instance_id"`
 	WorkItemID         *int64    `gorm:"column:work_item_id"`
@@ -266,7 +266,7 @@ func (historyModel) TableName() string { return tableHistory }
 // of the messages still to be correlated by query, in ID order;
 // goxpdl_inbox_expiry serves the sweep for expired pending messages.
 type inboxModel struct {
-	ID                int64      `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_inbox_target,priority:3"`
+	ID                int64      `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_inbox_target,priority:3"`
 	MessageID         string     `gorm:"column:message_id;size:255;not null;uniqueIndex:goxpdl_inbox_message_id"`
 	Kind              string     `gorm:"column:kind;size:128;not null"`
 	ProcessInstanceID int64      `gorm:"column:process_instance_id;not null;index:goxpdl_inbox_target,priority:1"`
@@ -289,7 +289,7 @@ func (inboxModel) TableName() string { return tableInbox }
 // query (pending timers by due time), goxpdl_timers_instance the per
 // instance deletes, pauses and listings.
 type timerModel struct {
-	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement"`
+	ID                 int64      `gorm:"column:id;primaryKey;autoIncrement:false"`
 	ProcessInstanceID  int64      `gorm:"column:process_instance_id;not null;index:goxpdl_timers_instance,priority:1"`
 	ActivityInstanceID int64      `gorm:"column:activity_instance_id;not null;index:goxpdl_timers_instance,priority:2"`
 	DefinitionID       int64      `gorm:"column:definition_id;not null"`
@@ -320,7 +320,7 @@ func (m timerModel) row() store.Timer {
 // a name in ID order, goxpdl_subscriptions_instance the per instance
 // deletes.
 type subscriptionModel struct {
-	ID                 int64     `gorm:"column:id;primaryKey;autoIncrement;index:goxpdl_subscriptions_name,priority:3"`
+	ID                 int64     `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_subscriptions_name,priority:3"`
 	Kind               string    `gorm:"column:kind;size:64;not null;index:goxpdl_subscriptions_name,priority:1"`
 	Name               string    `gorm:"column:name;size:255;not null;index:goxpdl_subscriptions_name,priority:2"`
 	ProcessInstanceID  int64     `gorm:"column:process_instance_id;not null;index:goxpdl_subscriptions_instance,priority:1"`

@@ -77,11 +77,3 @@ func pipelinedSessions(db *gorm.DB) bool {
 	}
 	return cfg.MultiStatements && cfg.InterpolateParams
 }
-
-// returnsInsertIDs reports whether db is a MariaDB server, which returns
-// the ids of the rows an INSERT … RETURNING wrote (10.5 and later; the
-// store needs 10.6). MySQL 8 has no RETURNING.
-func returnsInsertIDs(db *gorm.DB) bool {
-	d, ok := db.Dialector.(*gormmysql.Dialector)
-	return ok && d.Config != nil && strings.Contains(d.ServerVersion, "MariaDB")
-}

@@ -100,8 +100,8 @@ func TestConsoleQueriesUseTheirIndexes(t *testing.T) {
 		{"definition and state by id", list(store.ListProcessInstancesParams{DefinitionID: 3, States: running, Order: store.OrderIDDesc}),
 			[]string{"USING INDEX goxpdl_process_instances_definition_state (definition_id=? AND state=?)"}, true},
 		{"package", func() error {
-			for range 2 {
-				if _, err := s.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", Source: []byte("<Package/>"), CreatedAt: at}); err != nil {
+			for i := range 2 {
+				if _, err := s.InsertDefinition(ctx, store.InsertDefinitionParams{ID: int64(i + 1), PackageID: "p", Source: []byte("<Package/>"), CreatedAt: at}); err != nil {
 					return err
 				}
 			}

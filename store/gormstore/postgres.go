@@ -42,10 +42,10 @@ import (
 //     transaction, InsertEvents with an EventID already stored, inserts
 //     with ON CONFLICT DO NOTHING and undoes its own rows instead of
 //     failing (event.go).
-//   - Ids: the tables whose ids the database makes use bigserial columns
-//     (a sequence each); the multi-row INSERT of process instances reads
-//     them back with RETURNING. Activity instances and events carry the
-//     engine's ids (package idgen).
+//   - Ids: every surrogate id is the engine's (package idgen), a plain
+//     bigint primary key; no sequence, and no id is read back. (The
+//     RETURNING of pgInsertEvents returns the caller's ids, to find the
+//     rows a conflict left out.)
 //   - Identifiers are quoted with double quotes, placeholders are $1, $2,
 //     ...; the store's hand-written statements are written once, MySQL
 //     style, and rewritten (pgText).

@@ -239,5 +239,5 @@ func requirePriority(what string, p int) error {
 
 // within returns a Store over db, a transaction begun by s.
 func (s *Store) within(db *gorm.DB) *Store {
-	return &Store{db: db, dialect: s.dialect, readCommitted: s.readCommitted, pipelined: s.pipelined, returning: s.returning}
+	return &Store{db: db, dialect: s.dialect, readCommitted: s.readCommitted, pipelined: s.pipelined}
 }

@@ -14,6 +14,7 @@ func (h *harness) testBatches(t *testing.T) {
 	newBatch := func(t *testing.T, b bundle, action string) store.Batch {
 		t.Helper()
 		got, err := b.s.InsertBatch(b.ctx, store.Batch{
+			ID:     nextID(),
 			Action: action, Filter: []byte(`{"states":["Running"]}`), Actor: "alice", Reason: "cleanup",
 			Data: []byte(`{"ticket":7}`), State: store.BatchRunning, Total: 3, MaxInstanceID: 30, CreatedAt: t0,
 		})
@@ -72,11 +73,17 @@ func (h *harness) testBatches(t *testing.T) {
 		_, err = b.s.UpdateBatchProgress(b.ctx, store.BatchProgressParams{ID: batch.ID, Owner: "n2#a", Cursor: 10, Done: 1, Now: at(2 * time.Second)})
 		require.ErrorIs(t, err, store.ErrLeaseLost, "only the holder records progress")
 
+		_, err = b.s.UpdateBatchProgress(b.ctx, store.BatchProgressParams{
+			ID: batch.ID, Owner: "n1#a", Cursor: 10, Done: 1, Now: at(2 * time.Second),
+			Failures: []store.BatchFailure{{ProcessInstanceID: 5, Error: "no id"}},
+		})
+		require.Error(t, err, "a failure without its id")
+		f1, f2 := nextID(), nextID()
 		got, err := b.s.UpdateBatchProgress(b.ctx, store.BatchProgressParams{
 			ID: batch.ID, Owner: "n1#a", Cursor: 10, Done: 1, Skipped: 1, Failed: 1, Now: at(2 * time.Second),
 			Failures: []store.BatchFailure{
-				{ProcessInstanceID: 5, Skipped: true, Error: "already Terminated", At: at(2 * time.Second)},
-				{ProcessInstanceID: 10, Error: "conflict"},
+				{ID: f1, ProcessInstanceID: 5, Skipped: true, Error: "already Terminated", At: at(2 * time.Second)},
+				{ID: f2, ProcessInstanceID: 10, Error: "conflict"},
 			},
 		})
 		require.NoError(t, err)
@@ -87,9 +94,9 @@ func (h *harness) testBatches(t *testing.T) {
 		fs, err := b.s.ListBatchFailures(b.ctx, store.ListBatchFailuresParams{BatchID: batch.ID})
 		require.NoError(t, err)
 		require.Len(t, fs, 2)
-		require.Equal(t, store.BatchFailure{ID: fs[0].ID, BatchID: batch.ID, ProcessInstanceID: 5, Skipped: true,
-			Error: "already Terminated", At: norm(at(2 * time.Second))}, fs[0])
-		require.Equal(t, store.BatchFailure{ID: fs[1].ID, BatchID: batch.ID, ProcessInstanceID: 10,
+		require.Equal(t, store.BatchFailure{ID: f1, BatchID: batch.ID, ProcessInstanceID: 5, Skipped: true,
+			Error: "already Terminated", At: norm(at(2 * time.Second))}, fs[0], "the caller's ids")
+		require.Equal(t, store.BatchFailure{ID: f2, BatchID: batch.ID, ProcessInstanceID: 10,
 			Error: "conflict", At: norm(at(2 * time.Second))}, fs[1], "At defaults to Now")
 		fs, err = b.s.ListBatchFailures(b.ctx, store.ListBatchFailuresParams{BatchID: batch.ID, AfterID: fs[0].ID, Limit: 5})
 		require.NoError(t, err)

@@ -49,9 +49,9 @@ func (h *harness) testCounts(t *testing.T) {
 		requireCounts(t, b)
 		one := newProcessInstance(t, b, d1.ID)
 		bulk, err := b.s.InsertProcessInstances(b.ctx, []store.ProcessInstance{
-			{DefinitionID: d1.ID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0},
-			{DefinitionID: d1.ID, ProcessDefID: "other", State: "Suspended", CreatedAt: t0, UpdatedAt: t0},
-			{DefinitionID: d2.ID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0, BusinessKey: "k"},
+			{ID: nextID(), DefinitionID: d1.ID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0},
+			{ID: nextID(), DefinitionID: d1.ID, ProcessDefID: "other", State: "Suspended", CreatedAt: t0, UpdatedAt: t0},
+			{ID: nextID(), DefinitionID: d2.ID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0, BusinessKey: "k"},
 		})
 		require.NoError(t, err)
 		require.Len(t, bulk, 3)
@@ -96,6 +96,7 @@ func (h *harness) testCounts(t *testing.T) {
 		errRollback := errors.New("roll back")
 		require.ErrorIs(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
 			if _, err := tx.InsertProcessInstance(ctx, store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: d2.ID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0,
 			}); err != nil {
 				return err
@@ -193,6 +194,7 @@ func (h *harness) testCounts(t *testing.T) {
 		rows := make([]store.ProcessInstance, 30)
 		for i := range rows {
 			rows[i] = store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: def.ID, ProcessDefID: "main", State: []string{"Running", "Completed", "Suspended"}[i%3],
 				CreatedAt: at(time.Duration(i) * time.Second), UpdatedAt: t0,
 			}
@@ -225,6 +227,7 @@ func (h *harness) testCounts(t *testing.T) {
 		rows := make([]store.ProcessInstance, len(offsets))
 		for i, o := range offsets {
 			rows[i] = store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: defs[i%2].ID, ProcessDefID: "main", State: []string{"Running", "Suspended", "Completed"}[i%3],
 				CreatedAt: at(time.Duration(o) * time.Second), UpdatedAt: t0,
 			}
@@ -336,12 +339,12 @@ func (h *harness) testCounts(t *testing.T) {
 		minute := t0.Truncate(time.Minute)
 		end := func(d time.Duration) *time.Time { return ptr(minute.Add(d)) }
 		_, err := b.s.InsertProcessInstances(b.ctx, []store.ProcessInstance{
-			{DefinitionID: def.ID, ProcessDefID: "main", State: "Running", CreatedAt: minute.Add(-time.Second), UpdatedAt: t0},
-			{DefinitionID: def.ID, ProcessDefID: "main", State: "Running", CreatedAt: minute, UpdatedAt: t0},
-			{DefinitionID: def.ID, ProcessDefID: "main", State: "Completed", CreatedAt: minute.Add(59 * time.Second), UpdatedAt: t0, EndedAt: end(61 * time.Second)},
-			{DefinitionID: def.ID, ProcessDefID: "main", State: "Terminated", CreatedAt: minute.Add(90 * time.Second), UpdatedAt: t0, EndedAt: end(150 * time.Second)},
-			{DefinitionID: def.ID, ProcessDefID: "main", State: "Completed", CreatedAt: minute.Add(-time.Hour), UpdatedAt: t0, EndedAt: end(170 * time.Second)},
-			{DefinitionID: def.ID, ProcessDefID: "main", State: "Completed", CreatedAt: minute.Add(time.Hour), UpdatedAt: t0, EndedAt: end(time.Hour)},
+			{ID: nextID(), DefinitionID: def.ID, ProcessDefID: "main", State: "Running", CreatedAt: minute.Add(-time.Second), UpdatedAt: t0},
+			{ID: nextID(), DefinitionID: def.ID, ProcessDefID: "main", State: "Running", CreatedAt: minute, UpdatedAt: t0},
+			{ID: nextID(), DefinitionID: def.ID, ProcessDefID: "main", State: "Completed", CreatedAt: minute.Add(59 * time.Second), UpdatedAt: t0, EndedAt: end(61 * time.Second)},
+			{ID: nextID(), DefinitionID: def.ID, ProcessDefID: "main", State: "Terminated", CreatedAt: minute.Add(90 * time.Second), UpdatedAt: t0, EndedAt: end(150 * time.Second)},
+			{ID: nextID(), DefinitionID: def.ID, ProcessDefID: "main", State: "Completed", CreatedAt: minute.Add(-time.Hour), UpdatedAt: t0, EndedAt: end(170 * time.Second)},
+			{ID: nextID(), DefinitionID: def.ID, ProcessDefID: "main", State: "Completed", CreatedAt: minute.Add(time.Hour), UpdatedAt: t0, EndedAt: end(time.Hour)},
 		})
 		require.NoError(t, err)
 		got, err := b.s.CountProcessInstancesPerMinute(b.ctx, store.CountPerMinuteParams{From: minute.Add(30 * time.Second), To: minute.Add(3 * time.Minute)})

@@ -15,6 +15,7 @@ func (h *harness) testDefinitions(t *testing.T) {
 		b := h.setup(t)
 		source := []byte("<Package Id=\"p\">\x00binary\xff</Package>")
 		d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{
+			ID:        nextID(),
 			PackageID: "p", Name: "A package", Source: source, CreatedAt: t0,
 		})
 		require.NoError(t, err)
@@ -29,7 +30,7 @@ func (h *harness) testDefinitions(t *testing.T) {
 
 	t.Run("EmptySourceReadsNil", func(t *testing.T) {
 		b := h.setup(t)
-		d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "p", Source: []byte{}, CreatedAt: t0})
+		d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "p", Source: []byte{}, CreatedAt: t0})
 		require.NoError(t, err)
 		got, err := b.s.GetDefinition(b.ctx, d.ID)
 		require.NoError(t, err)
@@ -40,7 +41,7 @@ func (h *harness) testDefinitions(t *testing.T) {
 	t.Run("VersionPerPackage", func(t *testing.T) {
 		b := h.setup(t)
 		insert := func(pkg string) store.Definition {
-			d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: pkg, Name: pkg, CreatedAt: t0})
+			d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: pkg, Name: pkg, CreatedAt: t0})
 			require.NoError(t, err)
 			return d
 		}
@@ -69,7 +70,7 @@ func (h *harness) testDefinitions(t *testing.T) {
 		b := h.setup(t)
 		err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
 			for want := 1; want <= 3; want++ {
-				d, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", CreatedAt: t0})
+				d, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "p", CreatedAt: t0})
 				require.NoError(t, err)
 				require.Equal(t, want, d.Version)
 			}
@@ -91,7 +92,7 @@ func (h *harness) testDefinitions(t *testing.T) {
 		errs := make([]error, n)
 		for i := range n {
 			wg.Go(func() {
-				d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "p", CreatedAt: t0})
+				d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "p", CreatedAt: t0})
 				versions[i], errs[i] = d.Version, err
 			})
 		}
@@ -110,15 +111,15 @@ func (h *harness) testDefinitions(t *testing.T) {
 		var first, second store.Definition
 		err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
 			var err error
-			first, err = tx.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", File: "parent.xpdl", CreatedAt: t0})
+			first, err = tx.InsertDefinition(ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "p", File: "parent.xpdl", CreatedAt: t0})
 			if err != nil {
 				return err
 			}
-			second, err = tx.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "p", File: "child.xpdl", GroupID: first.ID, CreatedAt: t0})
+			second, err = tx.InsertDefinition(ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "p", File: "child.xpdl", GroupID: first.ID, CreatedAt: t0})
 			return err
 		})
 		require.NoError(t, err)
-		alone, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "q", CreatedAt: t0})
+		alone, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "q", CreatedAt: t0})
 		require.NoError(t, err)
 		require.Equal(t, first.ID, first.GroupID)
 		require.Equal(t, first.ID, second.GroupID)
@@ -138,9 +139,9 @@ func (h *harness) testDefinitions(t *testing.T) {
 		require.Equal(t, []store.Definition{alone}, group)
 
 		// A group must be the first definition of a deployment.
-		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "r", GroupID: second.ID, CreatedAt: t0})
+		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "r", GroupID: second.ID, CreatedAt: t0})
 		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "r", GroupID: 12345, CreatedAt: t0})
+		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "r", GroupID: 12345, CreatedAt: t0})
 		require.ErrorIs(t, err, store.ErrNotFound)
 		none, err := b.s.ListDefinitions(b.ctx, store.ListDefinitionsParams{PackageID: "r"})
 		require.NoError(t, err)
@@ -157,9 +158,9 @@ func (h *harness) testDefinitions(t *testing.T) {
 
 	t.Run("InvalidParams", func(t *testing.T) {
 		b := h.setup(t)
-		_, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{CreatedAt: t0})
+		_, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), CreatedAt: t0})
 		require.Error(t, err, "empty package id")
-		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "p"})
+		_, err = b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "p"})
 		require.Error(t, err, "zero CreatedAt")
 		all, err := b.s.ListDefinitions(b.ctx, store.ListDefinitionsParams{})
 		require.NoError(t, err)

@@ -89,9 +89,9 @@ func (h *harness) testInTx(t *testing.T) {
 	// writeAll writes one row of every kind through tx.
 	writeAll := func(t *testing.T, ctx context.Context, tx store.Tx) store.ProcessInstance {
 		t.Helper()
-		def, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{PackageID: "pkg", CreatedAt: t0})
+		def, err := tx.InsertDefinition(ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "pkg", CreatedAt: t0})
 		require.NoError(t, err)
-		pi, err := tx.InsertProcessInstance(ctx, store.ProcessInstance{DefinitionID: def.ID, ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0})
+		pi, err := tx.InsertProcessInstance(ctx, store.ProcessInstance{ID: nextID(), DefinitionID: def.ID, ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0})
 		require.NoError(t, err)
 		ais, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{{ID: nextID(), ProcessInstanceID: pi.ID, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}})
 		require.NoError(t, err)
@@ -220,6 +220,7 @@ func (h *harness) testTime(t *testing.T) {
 		zone := time.FixedZone("UTC+5:30", 5*3600+1800)
 		created := time.Date(2026, 12, 31, 23, 59, 59, 999999999, zone)
 		pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+			ID:           nextID(),
 			ProcessDefID: "main", State: "Running", CreatedAt: created, UpdatedAt: created, EndedAt: &created,
 		})
 		require.NoError(t, err)
@@ -239,7 +240,7 @@ func (h *harness) testCaseSensitiveKeys(t *testing.T) {
 	// are case-sensitive.
 	b := h.setup(t)
 	for _, pkg := range []string{"orders", "Orders", "ORDERS", "orders"} {
-		_, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: pkg, CreatedAt: t0})
+		_, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: pkg, CreatedAt: t0})
 		require.NoError(t, err)
 	}
 	for pkg, want := range map[string]int{"orders": 2, "Orders": 1, "ORDERS": 1} {

@@ -180,6 +180,7 @@ func (h *harness) testFindByVariable(t *testing.T) {
 		instance := func(process, state string) int64 {
 			t.Helper()
 			pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: def.ID, ProcessDefID: process, State: state, CreatedAt: t0, UpdatedAt: t0,
 			})
 			require.NoError(t, err)

@@ -18,6 +18,7 @@ func (h *harness) testIncidents(t *testing.T) {
 		ai := newActivityInstance(t, b, pi.ID, "Charge")
 
 		first, opened, err := b.s.RecordIncident(b.ctx, store.Incident{
+			ID:                nextID(),
 			ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "failing",
 			Error: "timeout", Application: "charge", Params: []byte(`{"amount":5}`), Attempts: 3, LastFailureAt: at(time.Second),
 		})
@@ -29,6 +30,7 @@ func (h *harness) testIncidents(t *testing.T) {
 
 		// The same subject again: the open incident is updated, not doubled.
 		second, opened, err := b.s.RecordIncident(b.ctx, store.Incident{
+			ID:                nextID(),
 			ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, Cause: "retries-exhausted",
 			Error: "timeout again", Application: "charge", LastFailureAt: at(2 * time.Second),
 		})
@@ -42,7 +44,7 @@ func (h *harness) testIncidents(t *testing.T) {
 		require.Equal(t, norm(at(2*time.Second)), second.LastFailureAt)
 
 		// A process-level incident is a subject of its own.
-		locked, opened, err := b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: pi.ID, Cause: "locking", Error: "lost", LastFailureAt: at(3 * time.Second)})
+		locked, opened, err := b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), ProcessInstanceID: pi.ID, Cause: "locking", Error: "lost", LastFailureAt: at(3 * time.Second)})
 		require.NoError(t, err)
 		require.True(t, opened)
 		require.NotEqual(t, first.ID, locked.ID)
@@ -64,7 +66,7 @@ func (h *harness) testIncidents(t *testing.T) {
 		require.Equal(t, normPtr(ptr(at(4*time.Second))), got.ResolvedAt)
 
 		// Resolved, the subject can open a new incident.
-		again, opened, err := b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, Cause: "application", Error: "boom", LastFailureAt: at(5 * time.Second)})
+		again, opened, err := b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, Cause: "application", Error: "boom", LastFailureAt: at(5 * time.Second)})
 		require.NoError(t, err)
 		require.True(t, opened, "the resolved one is not updated")
 		require.NotEqual(t, first.ID, again.ID)
@@ -91,7 +93,7 @@ func (h *harness) testIncidents(t *testing.T) {
 		pi := newProcessInstance(t, b, newDefinition(t, b).ID)
 		boom := errors.New("boom")
 		err := b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
-			if _, _, err := tx.RecordIncident(ctx, store.Incident{ProcessInstanceID: pi.ID, Cause: "locking", LastFailureAt: t0}); err != nil {
+			if _, _, err := tx.RecordIncident(ctx, store.Incident{ID: nextID(), ProcessInstanceID: pi.ID, Cause: "locking", LastFailureAt: t0}); err != nil {
 				return err
 			}
 			return boom
@@ -104,9 +106,9 @@ func (h *harness) testIncidents(t *testing.T) {
 
 	t.Run("InvalidParams", func(t *testing.T) {
 		b := h.setup(t)
-		_, _, err := b.s.RecordIncident(b.ctx, store.Incident{Cause: "locking", LastFailureAt: t0})
+		_, _, err := b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), Cause: "locking", LastFailureAt: t0})
 		require.Error(t, err)
-		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: 1, LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), ProcessInstanceID: 1, LastFailureAt: t0})
 		require.Error(t, err)
 		_, err = b.s.ResolveIncidents(b.ctx, store.ResolveIncidentsParams{})
 		require.Error(t, err)

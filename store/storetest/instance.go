@@ -16,7 +16,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		b := h.setup(t)
 		def := newDefinition(t, b)
 		in := store.ProcessInstance{
-			ID:               999, // ignored
+			ID:               nextID(),
 			DefinitionID:     def.ID,
 			ProcessDefID:     "sub",
 			ParentInstanceID: ptr(int64(7)),
@@ -34,16 +34,51 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		}
 		pi, err := b.s.InsertProcessInstance(b.ctx, in)
 		require.NoError(t, err)
-		require.NotZero(t, pi.ID)
-		require.NotEqual(t, int64(999), pi.ID)
+		require.Equal(t, in.ID, pi.ID, "the caller's id")
 		want := in
-		want.ID, want.Version = pi.ID, 1
+		want.Version = 1
 		want.CreatedAt, want.UpdatedAt, want.EndedAt = norm(in.CreatedAt), norm(in.UpdatedAt), normPtr(in.EndedAt)
 		require.Equal(t, want, pi)
 
 		got, err := b.s.GetProcessInstance(b.ctx, pi.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
+	})
+
+	t.Run("CallerIDs", func(t *testing.T) {
+		b := h.setup(t)
+		def := newDefinition(t, b)
+		row := func(id int64) store.ProcessInstance {
+			return store.ProcessInstance{ID: id, DefinitionID: def.ID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0}
+		}
+		first := newProcessInstance(t, b, def.ID)
+		_, err := b.s.InsertProcessInstance(b.ctx, row(first.ID))
+		require.ErrorIs(t, err, store.ErrDuplicate, "an id already stored")
+		err = b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.InsertProcessInstance(ctx, row(first.ID))
+			return err
+		})
+		require.ErrorIs(t, err, store.ErrDuplicate, "an id already stored, in a transaction (possibly reported at commit)")
+		for _, id := range []int64{0, -1} {
+			_, err = b.s.InsertProcessInstance(b.ctx, row(id))
+			require.Error(t, err, "id %d", id)
+			require.NotErrorIs(t, err, store.ErrDuplicate)
+		}
+		big := []int64{nextID() + 1<<52, nextID() + 1<<52 + 1}
+		bulk, err := b.s.InsertProcessInstances(b.ctx, []store.ProcessInstance{row(big[1]), row(big[0])})
+		require.NoError(t, err)
+		require.Equal(t, []int64{big[1], big[0]}, []int64{bulk[0].ID, bulk[1].ID}, "the callers' ids, in argument order")
+		_, err = b.s.InsertProcessInstances(b.ctx, []store.ProcessInstance{row(nextID()), row(0)})
+		require.Error(t, err, "one row without an id")
+		_, err = b.s.InsertProcessInstances(b.ctx, []store.ProcessInstance{row(nextID()), row(big[0])})
+		require.ErrorIs(t, err, store.ErrDuplicate, "one id already stored")
+		page, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{})
+		require.NoError(t, err)
+		ids := make([]int64, len(page))
+		for i, p := range page {
+			ids[i] = p.ID
+		}
+		require.Equal(t, []int64{first.ID, big[0], big[1]}, ids, "all or none")
 	})
 
 	t.Run("NilPointers", func(t *testing.T) {
@@ -62,6 +97,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		b := h.setup(t)
 		def := newDefinition(t, b)
 		_, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+			ID:           nextID(),
 			DefinitionID: def.ID, ProcessDefID: "main", State: "Running", Depth: -1, CreatedAt: t0, UpdatedAt: t0,
 		})
 		require.Error(t, err)
@@ -153,6 +189,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		def := newDefinition(t, b)
 		insert := func(key string) (store.ProcessInstance, error) {
 			return b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: def.ID, ProcessDefID: "main", State: "Initiated", CreatedAt: t0, UpdatedAt: t0, StartKey: key,
 			})
 		}
@@ -179,6 +216,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		d2 := newDefinition(t, b)
 		insert := func(defID int64, state string, parent *int64) store.ProcessInstance {
 			pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: defID, ProcessDefID: "main", ParentInstanceID: parent, State: state,
 				CreatedAt: t0, UpdatedAt: t0,
 			})
@@ -243,12 +281,14 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		pkg1 := newDefinition(t, b) // pkg version 1
 		pkg2 := newDefinition(t, b) // pkg version 2
 		other, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{
+			ID:        nextID(),
 			PackageID: "other", Name: "Other", Source: []byte("<Package/>"), CreatedAt: t0,
 		})
 		require.NoError(t, err)
 		require.Equal(t, 1, other.Version)
 		insert := func(defID int64, proc string, created time.Time) store.ProcessInstance {
 			pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: defID, ProcessDefID: proc, State: "Running", CreatedAt: created, UpdatedAt: created,
 			})
 			require.NoError(t, err)
@@ -279,11 +319,11 @@ func (h *harness) testProcessInstances(t *testing.T) {
 
 		// Open incidents by cause: a resolved incident does not count.
 		ai := newActivityInstance(t, b, p2.ID, "Charge")
-		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p2.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "application", Error: "boom", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), ProcessInstanceID: p2.ID, ActivityInstanceID: &ai.ID, ActivityDefID: "Charge", Cause: "application", Error: "boom", LastFailureAt: t0})
 		require.NoError(t, err)
-		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p3.ID, Cause: "locking", Error: "lost", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), ProcessInstanceID: p3.ID, Cause: "locking", Error: "lost", LastFailureAt: t0})
 		require.NoError(t, err)
-		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: p4.ID, Cause: "application", Error: "boom", LastFailureAt: t0})
+		_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), ProcessInstanceID: p4.ID, Cause: "application", Error: "boom", LastFailureAt: t0})
 		require.NoError(t, err)
 		_, err = b.s.ResolveIncidents(b.ctx, store.ResolveIncidentsParams{ProcessInstanceID: p4.ID, At: t0, By: "alice", Resolution: "retried"})
 		require.NoError(t, err)
@@ -301,6 +341,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		def := newDefinition(t, b)
 		for _, state := range []string{"Running", "Running", "Completed", "Locking", "Running"} {
 			_, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: def.ID, ProcessDefID: "main", State: state, CreatedAt: t0, UpdatedAt: t0,
 			})
 			require.NoError(t, err)
@@ -312,7 +353,7 @@ func (h *harness) testProcessInstances(t *testing.T) {
 
 	t.Run("InvalidParams", func(t *testing.T) {
 		b := h.setup(t)
-		_, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{State: "Running", UpdatedAt: t0})
+		_, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{ID: nextID(), State: "Running", UpdatedAt: t0})
 		require.Error(t, err, "zero CreatedAt")
 		pi := newProcessInstance(t, b, 1)
 		_, err = b.s.UpdateProcessInstance(b.ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 1, State: "Running"})

@@ -20,6 +20,7 @@ func (h *harness) testLocks(t *testing.T) {
 		var want []int64
 		for i, key := range []string{"order-1", "order-2", "order-1", "", "Order-1"} {
 			pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+				ID:           nextID(),
 				DefinitionID: def.ID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0, BusinessKey: key,
 			})
 			require.NoError(t, err)
@@ -41,24 +42,24 @@ func (h *harness) testLocks(t *testing.T) {
 		def := newDefinition(t, b)
 		p1, p2, p3 := newProcessInstance(t, b, def.ID), newProcessInstance(t, b, def.ID), newProcessInstance(t, b, def.ID)
 
-		held, err := b.s.InsertLock(b.ctx, store.Lock{ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p1.ID, Held: true, CreatedAt: t0})
+		held, err := b.s.InsertLock(b.ctx, store.Lock{ID: nextID(), ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p1.ID, Held: true, CreatedAt: t0})
 		require.NoError(t, err)
 		require.True(t, held.Held)
 		require.Equal(t, normPtr(ptr(t0)), held.HeldSince)
 
 		// A second holder of the same scope and key is refused; another
 		// scope, another key and waiters are not.
-		_, err = b.s.InsertLock(b.ctx, store.Lock{ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p2.ID, Held: true, CreatedAt: t0})
+		_, err = b.s.InsertLock(b.ctx, store.Lock{ID: nextID(), ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p2.ID, Held: true, CreatedAt: t0})
 		require.ErrorIs(t, err, store.ErrDuplicate)
-		w1, err := b.s.InsertLock(b.ctx, store.Lock{ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p2.ID, CreatedAt: at(time.Second)})
+		w1, err := b.s.InsertLock(b.ctx, store.Lock{ID: nextID(), ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p2.ID, CreatedAt: at(time.Second)})
 		require.NoError(t, err)
 		require.False(t, w1.Held)
 		require.Nil(t, w1.HeldSince)
-		w2, err := b.s.InsertLock(b.ctx, store.Lock{ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p3.ID, CreatedAt: at(2 * time.Second)})
+		w2, err := b.s.InsertLock(b.ctx, store.Lock{ID: nextID(), ScopeKey: "local:pkg:main", BusinessKey: "k", ProcessInstanceID: p3.ID, CreatedAt: at(2 * time.Second)})
 		require.NoError(t, err)
-		global, err := b.s.InsertLock(b.ctx, store.Lock{ScopeKey: store.LockScopeGlobal, BusinessKey: "k", ProcessInstanceID: p3.ID, Held: true, CreatedAt: t0})
+		global, err := b.s.InsertLock(b.ctx, store.Lock{ID: nextID(), ScopeKey: store.LockScopeGlobal, BusinessKey: "k", ProcessInstanceID: p3.ID, Held: true, CreatedAt: t0})
 		require.NoError(t, err)
-		other, err := b.s.InsertLock(b.ctx, store.Lock{ScopeKey: "local:pkg:main", BusinessKey: "K", ProcessInstanceID: p3.ID, Held: true, CreatedAt: t0})
+		other, err := b.s.InsertLock(b.ctx, store.Lock{ID: nextID(), ScopeKey: "local:pkg:main", BusinessKey: "K", ProcessInstanceID: p3.ID, Held: true, CreatedAt: t0})
 		require.NoError(t, err, "keys are case-sensitive")
 
 		locks, err := b.s.LocksForUpdate(b.ctx, "k")
@@ -135,6 +136,7 @@ func (h *harness) testLocks(t *testing.T) {
 							return err
 						}
 						_, err = tx.InsertLock(ctx, store.Lock{
+							ID:       nextID(),
 							ScopeKey: fmt.Sprintf("local:pkg:p%d", i%2), BusinessKey: "shared",
 							ProcessInstanceID: insts[i].ID, Held: len(locks) == 0, CreatedAt: t0,
 						})

@@ -53,7 +53,7 @@ var purgeCutoff = at(-24 * time.Hour)
 func (h *harness) newPurgeWorld(t *testing.T, b bundle) *purgeWorld {
 	t.Helper()
 	def := func(pkg string) store.Definition {
-		d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: pkg, Name: pkg, Source: []byte("<Package/>"), CreatedAt: t0})
+		d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: pkg, Name: pkg, Source: []byte("<Package/>"), CreatedAt: t0})
 		require.NoError(t, err)
 		return d
 	}
@@ -88,6 +88,7 @@ func (h *harness) newPurgeWorld(t *testing.T, b bundle) *purgeWorld {
 func purgeFill(t *testing.T, b bundle, def store.Definition, proc string, parent *int64, state string, ended *time.Time, processed bool) purgeFixture {
 	t.Helper()
 	pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+		ID:           nextID(),
 		DefinitionID: def.ID, ProcessDefID: proc, ParentInstanceID: parent, State: "Running", CreatedAt: at(-72 * time.Hour), UpdatedAt: at(-72 * time.Hour),
 	})
 	require.NoError(t, err)
@@ -119,7 +120,7 @@ func purgeFill(t *testing.T, b bundle, def store.Definition, proc string, parent
 	insertTimers(t, b, timer(pi.ID, "deadline", t0))
 	_, err = b.s.InsertSubscriptions(b.ctx, []store.Subscription{subscription("go", pi.ID, ai.ID)})
 	require.NoError(t, err)
-	_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, Cause: "failing", LastFailureAt: t0})
+	_, _, err = b.s.RecordIncident(b.ctx, store.Incident{ID: nextID(), ProcessInstanceID: pi.ID, ActivityInstanceID: &ai.ID, Cause: "failing", LastFailureAt: t0})
 	require.NoError(t, err)
 	_, err = b.s.ResolveIncidents(b.ctx, store.ResolveIncidentsParams{ProcessInstanceID: pi.ID, At: t0, By: "alice", Resolution: "retried"})
 	require.NoError(t, err)
@@ -319,7 +320,7 @@ func (h *harness) testPurge(t *testing.T) {
 		// Many finished trees, purged by several callers at once (engine
 		// nodes): each instance is deleted and counted once, and nobody
 		// fails because another got there first.
-		def, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{PackageID: "pkg", Name: "pkg", CreatedAt: t0})
+		def, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{ID: nextID(), PackageID: "pkg", Name: "pkg", CreatedAt: t0})
 		require.NoError(t, err)
 		old := at(-48 * time.Hour)
 		var fixtures []purgeFixture

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Audit", h.testAudit)
 	t.Run("Counts", h.testCounts)
 	t.Run("Publication", h.testPublications)
+	t.Run("CallerIDs", h.testCallerIDs)
 }
 
 type harness struct {
@@ -98,6 +99,7 @@ func ptr[T any](v T) *T { return &v }
 func newDefinition(t *testing.T, b bundle) store.Definition {
 	t.Helper()
 	d, err := b.s.InsertDefinition(b.ctx, store.InsertDefinitionParams{
+		ID:        nextID(),
 		PackageID: "pkg", Name: "Package", Source: []byte("<Package/>"), CreatedAt: t0,
 	})
 	require.NoError(t, err)
@@ -109,6 +111,7 @@ func newDefinition(t *testing.T, b bundle) store.Definition {
 func newProcessInstance(t *testing.T, b bundle, defID int64) store.ProcessInstance {
 	t.Helper()
 	pi, err := b.s.InsertProcessInstance(b.ctx, store.ProcessInstance{
+		ID:           nextID(),
 		DefinitionID: defID, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0,
 	})
 	require.NoError(t, err)
