@@ -303,10 +303,7 @@ func (r *run) terminate() error {
 	if err := r.expireInbox(); err != nil {
 		return err
 	}
-	children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
-		ParentInstanceID: r.pi.ID,
-		States:           openStates,
-	})
+	children, err := r.openChildren()
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +72,7 @@ type run struct {
 	children  []*run // subflow instances this run created
 	published []store.Event
 	flushed   bool                             // flush wrote the instance
-	inserted  *store.ProcessInstance           // the instance as this run inserted it, if it did
+	fresh     bool                             // the run created its instance: flush inserts it, as the run leaves it
 	timers    []store.Timer                    // timers to arm at flush
 	items     map[int64]*stagedItem            // work items to write at flush (itemstage.go)
 	itemOrder []int64                          // the IDs of items, in the order the run first touched them
@@ -607,9 +606,8 @@ func (r *run) drain() error {
 }
 
 // flush writes the process instance (its version fences concurrent runs;
-// only an instance this run inserted and left as it was, which no other
-// run can know yet, is not written again), the variables, the history
-// and the events. hosted
+// one the run created is inserted, in the state the run leaves it in), the
+// variables, the history and the events. hosted
 // runs (inside a host's transaction) leave their events unclaimed for the
 // poller, since the engine cannot see that transaction commit.
 func (r *run) flush(hosted bool) error {
@@ -634,7 +632,16 @@ func (r *run) flush(hosted bool) error {
 	// The process first: its version is the fence, so a run computed
 	// from a stale copy fails here before writing anything else.
 	tokens := r.tokens.Encode()
-	if !r.unchangedSinceInsert(tokens) {
+	if r.fresh {
+		row := r.pi
+		row.Tokens, row.UpdatedAt = tokens, r.now
+		stored, err := r.tx.InsertProcessInstance(r.ctx, row)
+		if err != nil {
+			return err
+		}
+		r.fresh = false
+		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt, r.storedState = stored.Version, tokens, r.now, r.pi.State
+	} else {
 		v, err := r.tx.UpdateProcessInstance(r.ctx, store.UpdateProcessInstanceParams{
 			ID: r.pi.ID, ExpectedVersion: r.pi.Version, FromState: r.storedState, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
 			Tokens: tokens, UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
@@ -735,14 +742,6 @@ func (r *run) flushEvents(hosted bool) error {
 	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)
 	r.published = append(r.published, published...)
 	return err
-}
-
-// unchangedSinceInsert reports that this run inserted the instance and
-// its row already says what flush would write.
-func (r *run) unchangedSinceInsert(tokens []byte) bool {
-	in := r.inserted
-	return in != nil && in.Version == r.pi.Version && in.State == r.pi.State && in.Diagnosis == r.pi.Diagnosis &&
-		bytes.Equal(in.Tokens, tokens) && in.EndedAt == nil && r.pi.EndedAt == nil && in.UpdatedAt.Equal(r.now)
 }
 
 // flushActivities inserts the new activity instances in one statement

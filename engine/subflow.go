@@ -67,11 +67,11 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		pi.Depth = r0.pi.Depth + 1
 		pi.BusinessKey = r0.pi.BusinessKey // a subflow works on its parent's business
 	}
-	if r.pi, err = r.tx.InsertProcessInstance(r.ctx, pi); err != nil {
-		return nil, err
-	}
-	inserted := r.pi
-	r.inserted, r.storedState = &inserted, r.pi.State
+	// Inserted at flush, as the run leaves it: nothing reads the row
+	// before (the run's own reads of its children go through
+	// openChildren).
+	pi.Version = 1
+	r.pi, r.fresh, r.storedState = pi, true, pi.State
 	r.decls, r.vars, r.dirtyVars = decls, vals, make(map[string]bool, len(vals))
 	for name := range vals {
 		r.dirtyVars[name] = true
@@ -290,4 +290,23 @@ func (r *run) subprocessEnded(activityID, childID int64) error {
 		}
 	}
 	return r.complete(a, "")
+}
+
+// openChildren returns the open subflow instances of r's instance: the
+// stored ones, and those this run created, which flush inserts.
+func (r *run) openChildren() ([]store.ProcessInstance, error) {
+	children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
+		ParentInstanceID: r.pi.ID,
+		States:           openStates,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range r.children {
+		p := c.pi.ParentInstanceID
+		if c.fresh && p != nil && *p == r.pi.ID && c.state().IsOpen() {
+			children = append(children, c.pi)
+		}
+	}
+	return children, nil
 }

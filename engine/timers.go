@@ -617,10 +617,7 @@ func (r *run) interrupt(a *act) error {
 	}
 	switch a.def.Kind {
 	case xpdl.ActivitySubFlow:
-		children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
-			ParentInstanceID: r.pi.ID,
-			States:           openStates,
-		})
+		children, err := r.openChildren()
 		if err != nil {
 			return err
 		}
