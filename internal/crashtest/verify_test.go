@@ -248,7 +248,7 @@ func TestVerify(t *testing.T) {
 			doctor: func(t *testing.T, db, _ *gorm.DB) {
 				doctorSQL(t, db, "UPDATE goxpdl_work_items SET state = 'Offered' WHERE id = (SELECT MIN(id) FROM goxpdl_work_items)")
 				doctorSQL(t, db, `INSERT INTO goxpdl_timers (process_instance_id, activity_instance_id, definition_id, kind, timer_key, state, due_at, fire_count, created_at)
-					SELECT id, 0, definition_id, 'deadline', 'k', 'pending', created_at, 0, created_at FROM goxpdl_process_instances WHERE id = 1`)
+					SELECT id, 0, definition_id, 'deadline', 'k', 'pending', created_at, 0, created_at FROM goxpdl_process_instances WHERE id = (SELECT MIN(id) FROM goxpdl_process_instances)`)
 			},
 			check: func(t *testing.T, v verification) {
 				require.ElementsMatch(t, []string{"work items", "no open work items", "no timers of finished instances"}, failed(v))
