@@ -50,6 +50,16 @@ type runSpec struct {
 	// Phase is W6's: "park" creates the parked instances, "restart"
 	// starts the engine on them and measures first progress.
 	Phase string `json:"phase,omitempty"`
+	// TimerLead, when set, is how far ahead W5's instant is (the
+	// default, timerLead, leaves room to start every instance first).
+	TimerLead time.Duration `json:"timer_lead,omitempty"`
+	// WorkerName, when set, is go-workflows' worker name. By default
+	// each process gets a new random one, and an instance stays sticky
+	// to the worker that last ran it for 30 s (StickyTimeout): a process
+	// restarted under a new name waits that long for it. W6 names the
+	// worker, in both of its processes, so that the restart measures the
+	// engine rather than that timeout.
+	WorkerName string `json:"worker_name,omitempty"`
 }
 
 // mysqlTarget names a MariaDB database on loopback.

@@ -6,6 +6,7 @@ require (
 	github.com/cschleiden/go-workflows v1.2.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/goxpdl/goxpdl v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
 	gonum.org/v1/plot v0.17.0
 	gorm.io/gorm v1.31.2
 )
@@ -50,7 +51,6 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect

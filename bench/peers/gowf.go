@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +81,11 @@ func gwLeaf(ctx workflow.Context, _ int) error {
 }
 
 // gwTask is W4's and W6's work item: go-workflows has none, so the
-// workflow waits for a "claim" signal and then a "complete" signal.
+// workflow waits for a "claim" signal and then a "complete" signal. (The
+// client sends "complete" only once "claim" has been processed: sent
+// together, the second signal can arrive while the instance is locked
+// by the task of the first, and the monoprocess wrapper's wake-up is
+// then spent: the worker finds it only at its next 30 s poll.)
 func gwTask(ctx workflow.Context) error {
 	workflow.NewSignalChannel[string](ctx, "claim").Receive(ctx)
 	workflow.NewSignalChannel[string](ctx, "complete").Receive(ctx)
@@ -131,9 +136,21 @@ type gwRun struct {
 func gwBackend(spec runSpec) (backend.Backend, error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := []backend.BackendOption{backend.WithLogger(logger)}
+	if spec.WorkerName != "" {
+		opts = append(opts, backend.WithWorkerName(spec.WorkerName))
+	}
 	switch spec.DB {
 	case dbSQLite:
-		return monoprocess.NewMonoprocessBackend(sqlite.NewSqliteBackend(spec.SQLitePath, sqlite.WithBackendOptions(opts...))), nil
+		// The constructor sets journal_mode=WAL before busy_timeout, so
+		// it fails at once (a panic) on a file whose previous user is
+		// still closing it: the tests run W6's two phases in one process.
+		for attempt := 1; ; attempt++ {
+			b, err := newSQLiteBackend(spec.SQLitePath, opts)
+			if err == nil || attempt == 5 || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+				return b, err
+			}
+			<-clock.NewTimer(100 * time.Millisecond).C()
+		}
 	case dbMariaDB:
 		if err := installMariaDBFix(); err != nil {
 			return nil, err
@@ -144,6 +161,17 @@ func gwBackend(spec runSpec) (backend.Backend, error) {
 			mysql.WithMySQLOptions(func(db *sql.DB) { db.SetMaxOpenConns(100) }))), nil
 	}
 	return nil, fmt.Errorf("unknown database %q", spec.DB)
+}
+
+// newSQLiteBackend opens go-workflows' SQLite backend, its panic as an
+// error.
+func newSQLiteBackend(path string, opts []backend.BackendOption) (b backend.Backend, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("go-workflows: %v", p)
+		}
+	}()
+	return monoprocess.NewMonoprocessBackend(sqlite.NewSqliteBackend(path, sqlite.WithBackendOptions(opts...))), nil
 }
 
 // runGoWF runs spec on go-workflows.
@@ -206,8 +234,9 @@ func runGoWF(ctx context.Context, spec runSpec) (res result, err error) {
 	return res, err
 }
 
-// onTask is the hook: a finished instance is done; an instance that
-// left its first task unfinished waits (a work item is offered).
+// onTask is the hook: a finished instance is done; each task that
+// leaves an instance waiting is announced on its channel (the first one:
+// the work item is offered; the next: the claim was processed).
 func (g *gwRun) onTask(id string, finished bool) {
 	g.tr.progress()
 	if finished {
@@ -218,23 +247,55 @@ func (g *gwRun) onTask(id string, finished bool) {
 	first := !g.seen[id]
 	g.seen[id] = true
 	g.mu.Unlock()
-	if first {
-		close(g.waitingCh(id))
-		if g.spec.Workload == "W6" && g.spec.Phase == phasePark {
-			g.tr.done(id)
-		}
+	if first && g.spec.Workload == "W6" && g.spec.Phase == phasePark {
+		g.tr.done(id)
+	}
+	select {
+	case g.taskCh(id) <- struct{}{}:
+	default:
 	}
 }
 
-func (g *gwRun) waitingCh(id string) chan struct{} {
+// taskCh carries a token for each committed task of instance id that
+// left it waiting.
+func (g *gwRun) taskCh(id string) chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ch, ok := g.waiting[id]
 	if !ok {
-		ch = make(chan struct{})
+		ch = make(chan struct{}, 4)
 		g.waiting[id] = ch
 	}
 	return ch
+}
+
+// nextTask waits for the next committed task of instance id that left
+// it waiting.
+func (g *gwRun) nextTask(ctx context.Context, id string) error {
+	tm := clock.NewTimer(stallLimit)
+	defer tm.Stop()
+	select {
+	case <-g.taskCh(id):
+		return nil
+	case <-tm.C():
+		return fmt.Errorf("instance %s: no workflow task in %v", id, stallLimit)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// claimAndComplete is the go-workflows side of a work item's claim and
+// completion: the "claim" signal, and once the workflow has processed it
+// (as goxpdl's ClaimWorkItem returns once the claim is committed), the
+// "complete" signal.
+func (g *gwRun) claimAndComplete(ctx context.Context, id string) error {
+	if err := g.c.SignalWorkflow(ctx, id, "claim", "u1"); err != nil {
+		return err
+	}
+	if err := g.nextTask(ctx, id); err != nil {
+		return err
+	}
+	return g.c.SignalWorkflow(ctx, id, "complete", "u1")
 }
 
 func instanceID(workload string, i int) string { return fmt.Sprintf("%s-%d", workload, i) }
@@ -281,16 +342,11 @@ func (g *gwRun) workItems(ctx context.Context, res *result) error {
 		if _, err := g.c.CreateWorkflowInstance(ctx, client.WorkflowInstanceOptions{InstanceID: id}, gwTask); err != nil {
 			return err
 		}
-		select {
-		case <-g.waitingCh(id):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		g.tr.started(id, clock.Now())
-		if err := g.c.SignalWorkflow(ctx, id, "claim", "u1"); err != nil {
+		if err := g.nextTask(ctx, id); err != nil { // offered
 			return err
 		}
-		if err := g.c.SignalWorkflow(ctx, id, "complete", "u1"); err != nil {
+		g.tr.started(id, clock.Now())
+		if err := g.claimAndComplete(ctx, id); err != nil {
 			return err
 		}
 		if i%10 == 0 {
@@ -366,10 +422,7 @@ func (g *gwRun) parked(ctx context.Context, res *result) error {
 	}
 	id := instanceID("W6", 0)
 	g.tr.started(id, programStart)
-	if err := g.c.SignalWorkflow(ctx, id, "claim", "u1"); err != nil {
-		return err
-	}
-	if err := g.c.SignalWorkflow(ctx, id, "complete", "u1"); err != nil {
+	if err := g.claimAndComplete(ctx, id); err != nil {
 		return err
 	}
 	lat, _, err := g.tr.wait(ctx)

@@ -402,12 +402,19 @@ func fillTimers(res *result, lat []time.Duration, elapsed time.Duration) {
 // instance first (by the slowest start rate seen here, with room to
 // spare), unless the spec says.
 func timerLead(spec runSpec) time.Duration {
+	if spec.TimerLead > 0 {
+		return spec.TimerLead
+	}
 	per := map[string]time.Duration{
 		engineGoxpdl + dbSQLite: 2 * time.Millisecond, engineGoxpdl + dbMariaDB: 6 * time.Millisecond,
 		engineGoWF + dbSQLite: 12 * time.Millisecond, engineGoWF + dbMariaDB: 25 * time.Millisecond,
 	}[spec.Engine+spec.DB]
 	return time.Duration(spec.N)*per + 10*time.Second
 }
+
+// w6WorkerName is go-workflows' worker name in both of W6's processes
+// (see runSpec.WorkerName).
+const w6WorkerName = "peers-w6"
 
 // W6's phases.
 const (

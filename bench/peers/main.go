@@ -61,6 +61,7 @@ func mainOne(ctx context.Context, args []string) error {
 	fs.IntVar(&spec.N, "n", 0, "size: instances, trees or timers (default: the workload's)")
 	fs.IntVar(&spec.Clients, "clients", 8, "client goroutines")
 	fs.StringVar(&spec.Phase, "phase", phasePark, "W6: park | restart")
+	fs.StringVar(&spec.WorkerName, "worker-name", "", "go-workflows' worker name (default: a new random one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

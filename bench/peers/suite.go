@@ -205,7 +205,7 @@ func measure(ctx context.Context, exe string, spec runSpec, limit time.Duration)
 	if spec.Workload != "W6" {
 		return child(ctx, exe, spec)
 	}
-	spec.Phase = phasePark
+	spec.Phase, spec.WorkerName = phasePark, w6WorkerName
 	park, err := child(ctx, exe, spec)
 	if err != nil {
 		return park, err
@@ -220,7 +220,7 @@ func measure(ctx context.Context, exe string, spec runSpec, limit time.Duration)
 // child runs "peers one" for spec and reads its result.
 func child(ctx context.Context, exe string, spec runSpec) (result, error) {
 	args := []string{"one", "-engine", spec.Engine, "-workload", spec.Workload, "-db", spec.DB,
-		"-n", strconv.Itoa(spec.N), "-clients", strconv.Itoa(spec.Clients), "-phase", spec.Phase}
+		"-n", strconv.Itoa(spec.N), "-clients", strconv.Itoa(spec.Clients), "-phase", spec.Phase, "-worker-name", spec.WorkerName}
 	if spec.DB == dbSQLite {
 		args = append(args, "-sqlite", spec.SQLitePath)
 	} else {
