@@ -146,3 +146,17 @@ func adminExec(ctx context.Context, m mysqlTarget, stmt string) error {
 	}
 	return nil
 }
+
+// mariadbVersion is the server's version.
+func mariadbVersion(ctx context.Context, m mysqlTarget) (string, error) {
+	admin := m
+	admin.Database = ""
+	db, err := sql.Open("mysql", admin.goDSN())
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var v string
+	err = db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v)
+	return v, err
+}

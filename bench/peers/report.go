@@ -218,6 +218,16 @@ func tables(s suite) string {
 			}
 		}
 	}
+	var sz []string
+	for _, w := range workloadOrder {
+		if has(w) {
+			sz = append(sz, w+" "+commas(fmt.Sprint(s.Sizes[w])))
+		}
+	}
+	b.WriteString("\nSizes in this sitting: " + strings.Join(sz, ", ") + " (instances; W2: trees).\n")
+	if v := s.Machine["mariadb"]; v != "" {
+		b.WriteString("MariaDB server " + v + ".\n")
+	}
 	b.WriteString(fmt.Sprintf("\nThe sitting: %s UTC, %.0f minutes, %d runs; 1-minute load average %.2f to %.2f over the runs (the machine has %s CPUs: above %s, other work was competing). %s; %s.",
 		s.Started.Format("2006-01-02 15:04"), s.Minutes, len(s.Runs), s.LoadMin, s.LoadMax, s.Machine["cpus"], s.Machine["cpus"], s.Machine["go"], s.Machine["cpu"]))
 	if s.Quick {
@@ -252,11 +262,16 @@ func writePlot(s suite, path string) error {
 		return nil
 	}
 	p := plot.New()
-	p.Title.Text = "goxpdl and go-workflows v1.2.0: throughput (median of runs, log scale)"
-	p.Y.Label.Text = "activities/s (W4: work-item round trips/s)"
+	p.Title.Text = "Throughput, median of runs (log scale; higher is better)"
+	p.Y.Label.Text = "activities/s (W4: round trips/s)"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min = 1
+	top := 1.0
+	for i := range xs {
+		top = max(top, xs[i]+1, gs[i]+1)
+	}
+	p.Y.Max = top * 6 // room for the legend above the bars
 	w := vg.Points(14)
 	base := make(plotter.Values, len(labels))
 	for i := range base {
@@ -295,5 +310,6 @@ func writePlot(s suite, path string) error {
 	p.NominalX(labels...)
 	p.X.Tick.Label.Rotation = 0.5
 	p.X.Tick.Label.XAlign = -0.9
-	return p.Save(vg.Length(60+len(labels)*60), 9*vg.Centimeter, path)
+	width := max(16*vg.Centimeter, vg.Length(len(labels))*2*vg.Centimeter+3*vg.Centimeter)
+	return p.Save(width, 10*vg.Centimeter, path)
 }

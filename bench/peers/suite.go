@@ -25,7 +25,6 @@ type suiteOptions struct {
 	out, plot   string
 	rawOut      string
 	from        string
-	w6          int
 	size        string
 	clients     int
 	mysql       mysqlTarget
@@ -47,7 +46,6 @@ func mainSuite(ctx context.Context, args []string) error {
 	fs.StringVar(&o.plot, "plot", "../../docs/benchmarks.svg", "the plot (SVG or PNG, by extension)")
 	fs.StringVar(&o.rawOut, "raw", "../../docs/benchmarks.json", "every run's figures, as JSON")
 	fs.StringVar(&o.from, "from", "", "write the report from this JSON of an earlier suite instead of running")
-	fs.IntVar(&o.w6, "w6", 0, "W6's parked instances (default 10,000; 300 with -quick)")
 	fs.StringVar(&o.size, "size", "", "other sizes than the defaults, as W5=2000,W6=100000")
 	fs.IntVar(&o.clients, "clients", 8, "client goroutines")
 	fs.StringVar(&o.mysql.Host, "mysql-host", "127.0.0.1", "MariaDB host (loopback)")
@@ -115,9 +113,6 @@ func runSuite(ctx context.Context, o suiteOptions) (suite, error) {
 		return suite{}, err
 	}
 	s := suite{Started: clock.Now().UTC(), Quick: o.quick, Reps: o.reps, Sizes: sizes(o.quick), Machine: machine(), LoadMin: loadAverage(), LoadMax: loadAverage()}
-	if o.w6 > 0 {
-		s.Sizes["W6"] = o.w6
-	}
 	for kv := range strings.SplitSeq(o.size, ",") {
 		if kv == "" {
 			continue
@@ -138,8 +133,13 @@ func runSuite(ctx context.Context, o suiteOptions) (suite, error) {
 			fmt.Fprintf(os.Stderr, "peers: MariaDB is not usable, its runs are skipped: %v\n", err)
 			s.Skipped = append(s.Skipped, "MariaDB: "+err.Error())
 			dbs = slices.DeleteFunc(dbs, func(d string) bool { return d == dbMariaDB })
-		} else if err := dropDatabase(ctx, probe); err != nil {
-			return s, err
+		} else {
+			if v, err := mariadbVersion(ctx, o.mysql); err == nil {
+				s.Machine["mariadb"] = v
+			}
+			if err := dropDatabase(ctx, probe); err != nil {
+				return s, err
+			}
 		}
 	}
 	seq := 0
