@@ -228,8 +228,8 @@ func tables(s suite) string {
 	if v := s.Machine["mariadb"]; v != "" {
 		b.WriteString("MariaDB server " + v + ".\n")
 	}
-	b.WriteString(fmt.Sprintf("\nThe sitting: %s UTC, %.0f minutes, %d runs; 1-minute load average %.2f to %.2f over the runs (the machine has %s CPUs: above %s, other work was competing). %s; %s.",
-		s.Started.Format("2006-01-02 15:04"), s.Minutes, len(s.Runs), s.LoadMin, s.LoadMax, s.Machine["cpus"], s.Machine["cpus"], s.Machine["go"], s.Machine["cpu"]))
+	fmt.Fprintf(&b, "\nThe sitting: %s UTC, %.0f minutes, %d runs; 1-minute load average %.2f to %.2f over the runs (the machine has %s CPUs: above %s, other work was competing). %s; %s.",
+		s.Started.Format("2006-01-02 15:04"), s.Minutes, len(s.Runs), s.LoadMin, s.LoadMax, s.Machine["cpus"], s.Machine["cpus"], s.Machine["go"], s.Machine["cpu"])
 	if s.Quick {
 		b.WriteString(" **Quick run (-quick): small sizes, figures not comparable with a full run.**")
 	}

@@ -188,7 +188,11 @@ func measure(ctx context.Context, exe string, spec runSpec, limit time.Duration)
 		if err != nil {
 			return result{}, err
 		}
-		defer os.RemoveAll(dir)
+		defer func() {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintf(os.Stderr, "peers: %v\n", err)
+			}
+		}()
 		spec.SQLitePath = filepath.Join(dir, "bench.sqlite")
 	case dbMariaDB:
 		if err := createDatabase(ctx, spec.MySQL); err != nil {
