@@ -91,10 +91,14 @@ cannot rot.
   go-workflows on SQLite, 1,559 and 158 on MariaDB.
 - **The workloads are engine overhead only.** Real activities that take
   milliseconds shrink every ratio here.
-- **Durability settings differ a little.** goxpdl opens SQLite in WAL mode
-  with ` + "`synchronous=FULL`" + `; go-workflows in WAL mode with the driver's default
-  (also FULL) and a single connection. On MariaDB both use InnoDB with the
-  server's settings.
+- **Durability settings are alike.** goxpdl opens SQLite in WAL mode
+  with ` + "`synchronous=FULL`" + ` and ` + "`BEGIN IMMEDIATE`" + `; go-workflows in WAL mode with the
+  driver's default synchronous setting (FULL as well) and a single
+  connection. On MariaDB both use InnoDB with the server's settings.
+- **One module, one version of each driver.** Both engines run here on
+  modernc.org/sqlite v1.62.0 and go-sql-driver/mysql v1.10.1 (goxpdl's
+  versions; Go's module resolution picks the newer), not the v1.27.0 and
+  v1.7.0 that go-workflows v1.2.0's go.mod names.
 - **W4 and W6 compare different models.** go-workflows has no work items,
   claims or duplicate-completion checks; its round trip is two signals, and
   a duplicate "complete" signal is accepted and left unread rather than
