@@ -44,6 +44,9 @@ func cells(s suite) map[[3]string]cell {
 	accs := map[[3]string]*acc{}
 	for _, r := range s.Runs {
 		k := [3]string{r.Workload, r.DB, r.Engine}
+		if r.Workload == "W6" { // W6 may have run at more than one size
+			k[0] = w6Key(r.N)
+		}
 		a := accs[k]
 		if a == nil {
 			a = &acc{}
@@ -74,6 +77,20 @@ func cells(s suite) map[[3]string]cell {
 		c.rss, c.peakRSS, c.dbBytes, c.restart = median(a.rss), median(a.peak), median(a.dbb), median(a.restart)
 		out[k] = c
 	}
+	return out
+}
+
+func w6Key(n int) string { return fmt.Sprintf("W6/%d", n) }
+
+// w6Sizes lists the sizes W6 ran at, ascending.
+func w6Sizes(s suite) []int {
+	var out []int
+	for _, r := range s.Runs {
+		if r.Workload == "W6" && !slices.Contains(out, r.N) {
+			out = append(out, r.N)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -203,18 +220,20 @@ func tables(s suite) string {
 		}
 	}
 	if has("W6") {
-		b.WriteString("\n### Parked instances (W6)\n\n" + commas(fmt.Sprint(s.Sizes["W6"])) + " instances each waiting on a work item. Parking rate, database size once all are parked, peak memory of the process that parked them, memory of a fresh process after the restart, and the restart: from the new process's start to the first instance that completes after its work item is completed.\n\n")
-		row("database", "engine", "parked/s", "database size", "peak RSS parking", "RSS after restart", "restart → first progress ms")
-		row("---", "---", "---:", "---:", "---:", "---:", "---:")
-		for _, db := range dbOrder(s) {
-			for _, eng := range []string{engineGoxpdl, engineGoWF} {
-				c, ok := get("W6", db, eng)
-				if !ok {
-					continue
+		b.WriteString("\n### Parked instances (W6)\n\nInstances each waiting on a work item. Parking rate, database size once all are parked, peak memory of the process that parked them, memory of a fresh process after the restart, and the restart: from the new process's start to the first instance that completes after its work item is completed.\n\n")
+		row("instances", "database", "engine", "runs", "parked/s", "database size", "peak RSS parking", "RSS after restart", "restart → first progress ms")
+		row("---:", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:")
+		for _, n := range w6Sizes(s) {
+			for _, db := range dbOrder(s) {
+				for _, eng := range []string{engineGoxpdl, engineGoWF} {
+					c, ok := get(w6Key(n), db, eng)
+					if !ok {
+						continue
+					}
+					row(commas(fmt.Sprint(n)), dbName[db], eng, fmt.Sprint(c.runs), show(c, ok, func(c cell) string { return fmtNum(c.rate) }), show(c, ok, func(c cell) string { return fmtMiB(c.dbBytes) }),
+						show(c, ok, func(c cell) string { return fmtMiB(c.peakRSS) }), show(c, ok, func(c cell) string { return fmtMiB(c.rss) }),
+						show(c, ok, func(c cell) string { return fmtNum(c.restart) }))
 				}
-				row(dbName[db], eng, show(c, ok, func(c cell) string { return fmtNum(c.rate) }), show(c, ok, func(c cell) string { return fmtMiB(c.dbBytes) }),
-					show(c, ok, func(c cell) string { return fmtMiB(c.peakRSS) }), show(c, ok, func(c cell) string { return fmtMiB(c.rss) }),
-					show(c, ok, func(c cell) string { return fmtNum(c.restart) }))
 			}
 		}
 	}
@@ -232,6 +251,9 @@ func tables(s suite) string {
 		s.Started.Format("2006-01-02 15:04"), s.Minutes, len(s.Runs), s.LoadMin, s.LoadMax, s.Machine["cpus"], s.Machine["cpus"], s.Machine["go"], s.Machine["cpu"])
 	if s.Quick {
 		b.WriteString(" **Quick run (-quick): small sizes, figures not comparable with a full run.**")
+	}
+	for _, a := range s.Appended {
+		b.WriteString("\nAdded afterwards: " + a + ".")
 	}
 	for _, sk := range s.Skipped {
 		b.WriteString("\nSkipped: " + sk)

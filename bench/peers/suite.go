@@ -25,6 +25,7 @@ type suiteOptions struct {
 	out, plot   string
 	rawOut      string
 	from        string
+	appendTo    string
 	size        string
 	clients     int
 	mysql       mysqlTarget
@@ -46,6 +47,7 @@ func mainSuite(ctx context.Context, args []string) error {
 	fs.StringVar(&o.plot, "plot", "../../docs/benchmarks.svg", "the plot (SVG or PNG, by extension)")
 	fs.StringVar(&o.rawOut, "raw", "../../docs/benchmarks.json", "every run's figures, as JSON")
 	fs.StringVar(&o.from, "from", "", "write the report from this JSON of an earlier suite instead of running")
+	fs.StringVar(&o.appendTo, "append", "", "add this sitting's runs to those of this JSON of an earlier suite (e.g. W6 at another size)")
 	fs.StringVar(&o.size, "size", "", "other sizes than the defaults, as W5=2000,W6=100000")
 	fs.IntVar(&o.clients, "clients", 8, "client goroutines")
 	fs.StringVar(&o.mysql.Host, "mysql-host", "127.0.0.1", "MariaDB host (loopback)")
@@ -71,6 +73,11 @@ func mainSuite(ctx context.Context, args []string) error {
 		if s, err = runSuite(ctx, o); err != nil {
 			return err
 		}
+		if o.appendTo != "" {
+			if s, err = appendSuite(o.appendTo, s); err != nil {
+				return err
+			}
+		}
 		data, err := json.MarshalIndent(s, "", "  ")
 		if err != nil {
 			return err
@@ -89,19 +96,45 @@ func mainSuite(ctx context.Context, args []string) error {
 	return os.WriteFile(o.out, []byte(doc), 0o644)
 }
 
+// appendSuite adds s's runs to those of the suite in file.
+func appendSuite(file string, s suite) (suite, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return s, err
+	}
+	var base suite
+	if err := json.Unmarshal(data, &base); err != nil {
+		return s, fmt.Errorf("%s: %w", file, err)
+	}
+	var what []string
+	for _, w := range workloadOrder {
+		if slices.ContainsFunc(s.Runs, func(r result) bool { return r.Workload == w }) {
+			what = append(what, fmt.Sprintf("%s at %s", w, commas(strconv.Itoa(s.Sizes[w]))))
+		}
+	}
+	base.Appended = append(base.Appended, fmt.Sprintf("%s, %d run(s) of each engine, %s UTC, %.0f minutes, load average %.2f to %.2f",
+		strings.Join(what, ", "), s.Reps, s.Started.Format("2006-01-02 15:04"), s.Minutes, s.LoadMin, s.LoadMax))
+	base.Runs = append(base.Runs, s.Runs...)
+	base.Skipped = append(base.Skipped, s.Skipped...)
+	return base, nil
+}
+
 // suite is everything one sitting measured.
 type suite struct {
-	Started   time.Time         `json:"started"`
-	Minutes   float64           `json:"minutes"`
-	Quick     bool              `json:"quick"`
-	Reps      int               `json:"reps"`
-	Sizes     map[string]int    `json:"sizes"`
-	Machine   map[string]string `json:"machine"`
-	LoadMin   float64           `json:"load_min"`
-	LoadMax   float64           `json:"load_max"`
-	Runs      []result          `json:"runs"`
-	Skipped   []string          `json:"skipped,omitempty"`
-	GoWFFixed bool              `json:"gowf_mariadb_fix"`
+	Started time.Time         `json:"started"`
+	Minutes float64           `json:"minutes"`
+	Quick   bool              `json:"quick"`
+	Reps    int               `json:"reps"`
+	Sizes   map[string]int    `json:"sizes"`
+	Machine map[string]string `json:"machine"`
+	LoadMin float64           `json:"load_min"`
+	LoadMax float64           `json:"load_max"`
+	Runs    []result          `json:"runs"`
+	Skipped []string          `json:"skipped,omitempty"`
+	// Appended describes the sittings whose runs were added to this
+	// one's (-append).
+	Appended  []string `json:"appended,omitempty"`
+	GoWFFixed bool     `json:"gowf_mariadb_fix"`
 }
 
 // runSuite runs every measurement: for each workload and database, reps
