@@ -84,7 +84,9 @@ cannot rot.
 
 - **The machine is shared and noisy.** It has two cores, and other jobs
   (other builds and test suites) ran during the sitting: the load averages
-  above show how much. Both engines suffered it alike, since their runs
+  above show how much. The MariaDB server was shared too: other test
+  suites had their own databases on it and ran against it at the same
+  time, which hurts the MariaDB figures most. Both engines suffered it alike, since their runs
   alternate, but single figures vary by tens of per cent between sittings;
   the ratios are steadier than the absolute numbers. Earlier measurements
   on a quieter machine put W1 at 5,436 activities/s for goxpdl and 343 for
