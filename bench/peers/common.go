@@ -202,8 +202,12 @@ func (t *tracker) count(key string, at time.Time) {
 	}
 }
 
-// stallLimit ends a wait when nothing has happened for this long.
-const stallLimit = 60 * time.Second
+// stallLimit ends a wait when nothing has happened for this long. It is
+// longer than go-workflows' workflow lock timeout (1 min) plus its poll
+// (30 s): a workflow task whose completion failed (a deadlock on
+// MariaDB) is taken again only after that, and the run shows it as
+// latency rather than failing.
+const stallLimit = 150 * time.Second
 
 // wait returns when want instances have completed, or nothing happened
 // for stallLimit, or ctx ends. It returns the latencies and when the

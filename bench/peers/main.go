@@ -69,6 +69,9 @@ func mainOne(ctx context.Context, args []string) error {
 		spec.N = sizes(false)[spec.Workload]
 	}
 	res, err := runOne(ctx, spec)
+	if err != nil {
+		res.Note = err.Error()
+	}
 	data, jerr := json.Marshal(res)
 	if jerr != nil {
 		return jerr

@@ -28,7 +28,14 @@ import (
 // rather than on the instance alone; SKIP LOCKED still makes concurrent
 // pollers pass over an instance another one holds, and the lock lasts
 // only for the short transaction that marks the instance locked.
-// docs/benchmarks.md has the change we suggest upstream.
+// docs/benchmarks.md has the change we suggest upstream (EXISTS instead
+// of the join, which locks the instance row alone).
+//
+// Under load go-workflows on MariaDB meets deadlocks (error 1213) between
+// this poll and CompleteWorkflowTask; a task whose completion failed is
+// taken again after the one-minute workflow lock timeout. A trial with
+// the EXISTS form instead of dropping "OF i" deadlocked too (in
+// "unlocking instance"), so they are not this rewrite's doing.
 var (
 	forUpdateOf = []byte("FOR UPDATE OF i SKIP LOCKED")
 	forUpdate   = []byte("FOR UPDATE SKIP LOCKED")

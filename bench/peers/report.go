@@ -141,6 +141,9 @@ func show(c cell, ok bool, v func(cell) string) string {
 	if c.failed > 0 {
 		s += fmt.Sprintf(" (%d failed)", c.failed)
 	}
+	if c.note != "" { // some runs failed: the median is of the others
+		s += fmt.Sprintf(" (%d runs; one failed: %s)", c.runs, strings.ReplaceAll(firstLine(c.note), "|", "/"))
+	}
 	return s
 }
 

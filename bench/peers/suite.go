@@ -193,7 +193,9 @@ func runSuite(ctx context.Context, o suiteOptions) (suite, error) {
 						return s, ctx.Err()
 					}
 					if err != nil {
-						r.Note = err.Error()
+						if r.Note == "" {
+							r.Note = err.Error()
+						}
 						fmt.Fprintf(os.Stderr, "peers: %s %s %s run %d: %v\n", w, db, eng, rep+1, err)
 					}
 					r.Engine, r.Workload, r.DB, r.N, r.Load1 = eng, w, db, spec.N, load
