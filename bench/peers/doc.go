@@ -106,6 +106,11 @@ cannot rot.
   a duplicate "complete" signal is accepted and left unread rather than
   refused. The duplicate table shows the difference in behaviour, not only
   in speed.
+- **W5's lead.** The instant is set when the first instance starts, far
+  enough ahead to start them all first; a run whose starts take longer
+  fails rather than measure timers that were late before they were armed.
+  In the sitting of 2026-11-27 one goxpdl run on MariaDB failed so (a load
+  average of 12; the lead is now twice as long).
 - **W5's lateness** counts from the due instant to the committed completion
   of each instance; both engines were told the instant when the instances
   started (goxpdl through a variable the deadline reads). goxpdl's timer
@@ -161,9 +166,10 @@ Under load, go-workflows on MariaDB then meets deadlocks (error 1213)
 between that poll and ` + "`CompleteWorkflowTask`" + ` (deleting the handled pending
 events, or unlocking the instance). Most are retried at once; but a task
 whose completion failed is taken again only after the one-minute workflow
-lock timeout, and that instance is a minute late. In the first sitting one
-W4 run on MariaDB stalled that way (its harness then gave up after 60 s;
-it now waits 150 s, so such a run counts as slow, not failed). A trial of
+lock timeout, and that instance is a minute late. In the sitting of
+2026-11-27 one W2 run and one W4 run of go-workflows on MariaDB stalled
+that way (the harness then gave up after 60 s without progress; it now
+waits 150 s, so such a run counts as slow, not failed). A trial of
 the EXISTS form below, rewritten the same way, deadlocked as well, so the
 deadlocks are not the rewrite's doing; we did not look further.
 

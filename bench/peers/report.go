@@ -19,6 +19,7 @@ type cell struct {
 	rss, peakRSS, dbBytes  float64
 	restart                float64
 	failed, dupAcc, dupRej int
+	failedRuns             int
 	unit, note             string
 }
 
@@ -52,13 +53,14 @@ func cells(s suite) map[[3]string]cell {
 			a = &acc{}
 			accs[k] = a
 		}
+		if r.Note != "" {
+			a.c.note = r.Note
+			a.c.failedRuns++
+			continue
+		}
 		a.c.failed = max(a.c.failed, r.Failed)
 		a.c.dupAcc += r.DupAccepted
 		a.c.dupRej += r.DupRejected
-		if r.Note != "" {
-			a.c.note = r.Note
-			continue
-		}
 		a.c.runs++
 		a.c.unit = r.RateUnit
 		a.rate = append(a.rate, r.Rate)
@@ -141,8 +143,8 @@ func show(c cell, ok bool, v func(cell) string) string {
 	if c.failed > 0 {
 		s += fmt.Sprintf(" (%d failed)", c.failed)
 	}
-	if c.note != "" { // some runs failed: the median is of the others
-		s += fmt.Sprintf(" (%d runs; one failed: %s)", c.runs, strings.ReplaceAll(firstLine(c.note), "|", "/"))
+	if c.failedRuns > 0 { // the median is of the others
+		s += fmt.Sprintf(" (of %d runs; %d failed)", c.runs, c.failedRuns)
 	}
 	return s
 }
@@ -254,6 +256,15 @@ func tables(s suite) string {
 		s.Started.Format("2006-01-02 15:04"), s.Minutes, len(s.Runs), s.LoadMin, s.LoadMax, s.Machine["cpus"], s.Machine["cpus"], s.Machine["go"], s.Machine["cpu"])
 	if s.Quick {
 		b.WriteString(" **Quick run (-quick): small sizes, figures not comparable with a full run.**")
+	}
+	var failures []string
+	for _, r := range s.Runs {
+		if r.Note != "" {
+			failures = append(failures, fmt.Sprintf("- %s on %s, %s: %s", r.Workload, dbName[r.DB], r.Engine, firstLine(r.Note)))
+		}
+	}
+	if len(failures) > 0 {
+		b.WriteString("\nRuns that failed (left out of the medians):\n\n" + strings.Join(failures, "\n") + "\n")
 	}
 	for _, a := range s.Appended {
 		b.WriteString("\nAdded afterwards: " + a + ".")
