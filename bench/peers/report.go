@@ -260,11 +260,11 @@ func tables(s suite) string {
 	var failures []string
 	for _, r := range s.Runs {
 		if r.Note != "" {
-			failures = append(failures, fmt.Sprintf("- %s on %s, %s: %s", r.Workload, dbName[r.DB], r.Engine, firstLine(r.Note)))
+			failures = append(failures, fmt.Sprintf("- %s on %s, %s: %s", r.Workload, dbName[r.DB], r.Engine, strings.ReplaceAll(r.Note, "\n", " ")))
 		}
 	}
 	if len(failures) > 0 {
-		b.WriteString("\nRuns that failed (left out of the medians):\n\n" + strings.Join(failures, "\n") + "\n")
+		b.WriteString("\n\nRuns that failed (left out of the medians):\n\n" + strings.Join(failures, "\n") + "\n")
 	}
 	for _, a := range s.Appended {
 		b.WriteString("\nAdded afterwards: " + a + ".")
