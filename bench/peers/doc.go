@@ -35,9 +35,12 @@ its scheduling.
 | W1s | W1's process, one instance at a time (200): start → completed | | |
 | W2 | go-workflows' own "tree" benchmark at its defaults: a root starts 2 mid workflows, each 2 more, each 2 leaves; a leaf runs 2 activities at once (15 instances, 16 activities per tree); 100 trees | processes ` + "`root`, `mid1`, `mid0`, `leaf`" + `: parallel gateways around SYNCHR subflows | ` + "`CreateSubWorkflowInstance`" + ` futures, as in their bench (without its 100-byte activity result) |
 | W3 | an AND fan-out of 10 no-op activities and the join; 500 instances, 8 clients | parallel split, 10 activities, parallel join | 10 activity futures, then each awaited |
-| W4 | a work-item round trip: offer → claim → complete, 1,000 instances, 8 clients; every tenth completion is sent twice | a user task; the client waits for ` + "`workitem.created`" + `, then ` + "`ClaimWorkItem`" + `, ` + "`CompleteWorkItem`" + ` (and again for the duplicate) | go-workflows has no work items: the workflow waits for a "claim" signal, then a "complete" signal; the client waits until the workflow waits, then signals (the duplicate is a second "complete" signal) |
+| W4 | a work-item round trip: offer → claim → complete, 1,000 instances, 8 clients; every tenth completion is sent twice | a user task; the client waits for ` + "`workitem.created`" + `, then ` + "`ClaimWorkItem`" + `, ` + "`CompleteWorkItem`" + ` (and again for the duplicate) | go-workflows has no work items: the workflow waits for a "claim" signal, then a "complete" signal; the client waits until the workflow waits, signals "claim", waits until that is processed, and signals "complete" (the duplicate is a second "complete" signal) |
 | W5 | 10,000 timers due at the same instant, one per instance (goxpdl's ` + "`make bench-timers`" + ` workload); lateness from that instant to each instance's completion | a manual activity with a SYNCHR deadline, then a route | ` + "`workflow.Sleep`" + ` until the instant |
 | W6 | 10,000 instances parked on a work item: database size, memory, and restart → first progress | W4's process | W4's workflow, the worker named the same in both processes (see below) |
+
+The sizes are the suite's defaults; the sizes the sitting below ran are
+listed under the results.
 
 Completion is seen the same way on both sides, after the commit and
 without polling the database: goxpdl's ` + "`process.completed`" + ` record
