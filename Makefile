@@ -32,6 +32,12 @@ test: ## run every test with the race detector
 .PHONY: test/race
 test/race: test ## the same as test: tests always run with -race
 
+# bench/peers is a module of its own, so "go test ./..." above does not
+# enter it: its tests run each peer-benchmark workload tiny on SQLite.
+.PHONY: test-peers
+test-peers: ## the peer benchmarks' tests (bench/peers: every workload, 5 instances, SQLite)
+	cd bench/peers && go test -race -count=1 -timeout 10m ./...
+
 .PHONY: lint
 lint: ## run golangci-lint (installed into ./bin at the pinned version)
 	@if ! ./bin/golangci-lint version 2>/dev/null | grep -q 'has version $(GOLANGCI_LINT_VERSION:v%=%) '; then \
@@ -39,6 +45,7 @@ lint: ## run golangci-lint (installed into ./bin at the pinned version)
 		GOBIN='$(CURDIR)/bin' go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
 	fi
 	./bin/golangci-lint run ./...
+	cd bench/peers && ../../bin/golangci-lint run ./...
 
 .PHONY: generate
 generate: ## run go generate
@@ -115,13 +122,32 @@ bench-pool: ## the adaptive normal pool against a fixed pool of 8, I/O- and CPU-
 bench-console: ## the console's reads over a million process instances, SQLite and (with GOXPDL_MYSQL_DSN) MySQL
 	GOXPDL_BENCH_MILLION=1 go test -run '^$$' -bench BenchmarkConsoleReads -benchtime 1x -timeout 2h -v ./engine/ | grep -vE '^=== '
 
+# goxpdl beside go-workflows v1.2.0 (bench/peers, a Go module of its own
+# so that goxpdl's module does not depend on its peers): the workloads W1-W6
+# on SQLite and on MariaDB at 127.0.0.1:3306, each engine three times,
+# alternating; writes docs/benchmarks.md, .svg and .json. PEERS_QUICK=1
+# runs small sizes (a smoke run of a few minutes); PEERS_ONLY, PEERS_DBS
+# and PEERS_SIZE choose workloads, databases and sizes (W1,W2; sqlite;
+# W5=2000,W6=100000), PEERS_FLAGS adds any flag of "peers suite".
+PEERS_QUICK ?=
+PEERS_ONLY ?=
+PEERS_DBS ?=
+PEERS_SIZE ?=
+PEERS_FLAGS ?=
+.PHONY: bench-peers
+bench-peers: ## goxpdl beside go-workflows (W1-W6, SQLite and MariaDB); writes docs/benchmarks.md (PEERS_QUICK=1: small)
+	cd bench/peers && go build -o ../../bin/peers . && ../../bin/peers suite \
+		$(if $(PEERS_QUICK),-quick) $(if $(PEERS_ONLY),-only $(PEERS_ONLY)) \
+		$(if $(PEERS_DBS),-dbs $(PEERS_DBS)) $(if $(PEERS_SIZE),-size $(PEERS_SIZE)) $(PEERS_FLAGS)
+
 .PHONY: bench-worklist
 bench-worklist: ## benchmark worklist pages over a million work items
 	go test -run '^$$' -bench BenchmarkWorklist -benchtime 200x ./store/gormstore/
 
 .PHONY: tidy-check
-tidy-check: ## fail if go mod tidy would change go.mod or go.sum
+tidy-check: ## fail if go mod tidy would change go.mod or go.sum (here and in bench/peers)
 	go mod tidy -diff
+	cd bench/peers && go mod tidy -diff
 
 .PHONY: fmt-check
 fmt-check: ## fail if gofmt would change a file
