@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -92,10 +93,18 @@ func TestTimerStartEvents(t *testing.T) {
 		t.Run("the timer creates an instance that begins past its start event", func(t *testing.T) { //nolint:paralleltest // the cases share one engine and clock
 			clock.Advance(time.Hour)
 			rec.awaitStarted(t, 1)
-			h.idle() // process.started is published before the instance offers its work
-			list := h.instancesOf(v1.ID)
-			require.Len(t, list, 1)
-			id := list[0].ID
+			// process.started is published before the events that offer the
+			// instance's work are dispatched: wait for the offer itself.
+			var id int64
+			h.await(0, "offer the timer-started instance's work", func(ctx context.Context) (bool, error) {
+				list, err := h.e.Instances(ctx, engine.InstanceFilter{DefinitionID: v1.ID, Limit: 2})
+				if err != nil || len(list.Instances) != 1 {
+					return false, err
+				}
+				id = list.Instances[0].ID
+				items, err := workItemsOf(ctx, h.e, openItemsOf(id))
+				return len(items) == 1, err
+			})
 			item := h.item(id, "Write")
 			require.Equal(t, []store.Principal{{Kind: store.PrincipalRole, ID: "clerk"}}, item.Assignees)
 			require.Equal(t, map[string]int{"Every": 1, "Write": 1}, h.started(id))
