@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/goxpdl/goxpdl/engine"
@@ -55,9 +57,13 @@ func ExampleFunc() {
 	if _, err := e.Deploy(ctx, []byte(helloXPDL)); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := e.StartProcess(ctx, engine.StartOptions{Package: "greetings", Process: "hello"}); err != nil {
+	id, err := e.StartProcess(ctx, engine.StartOptions{Package: "greetings", Process: "hello"})
+	if err != nil {
 		log.Fatal(err)
 	}
+	// The key is the instance's id, which the engine makes: shown as
+	// <instance> so that the output below does not change from run to run.
+	key := "key=" + strconv.FormatInt(id, 10)
 	if err := e.WaitQuiet(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -67,11 +73,11 @@ func ExampleFunc() {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, l := range lines {
-		fmt.Println(l)
+		fmt.Println(strings.Replace(l, key, "key=<instance>", 1))
 	}
 	// Output:
-	// wf.hello process.started key=1 {"seq":0
-	// wf.hello activity.started key=1 {"seq":0
-	// wf.hello activity.completed key=1 {"seq":0
-	// wf.hello process.completed key=1 {"seq":0
+	// wf.hello process.started key=<instance> {"seq":0
+	// wf.hello activity.started key=<instance> {"seq":0
+	// wf.hello activity.completed key=<instance> {"seq":0
+	// wf.hello process.completed key=<instance> {"seq":0
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -60,9 +62,13 @@ func ExampleNew() {
 	if _, err := e.Deploy(ctx, []byte(helloXPDL)); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := e.StartProcess(ctx, engine.StartOptions{Package: "greetings", Process: "hello"}); err != nil {
+	id, err := e.StartProcess(ctx, engine.StartOptions{Package: "greetings", Process: "hello"})
+	if err != nil {
 		log.Fatal(err)
 	}
+	// The key is the instance's id, which the engine makes: shown as
+	// <instance> so that the output below does not change from run to run.
+	key := "key=" + strconv.FormatInt(id, 10)
 	if err := e.WaitQuiet(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -85,12 +91,12 @@ func ExampleNew() {
 					typ = string(h.Value)
 				}
 			}
-			fmt.Printf("%s key=%s %s\n", r.Topic, r.Key, typ)
+			fmt.Println(strings.Replace(fmt.Sprintf("%s key=%s %s", r.Topic, r.Key, typ), key, "key=<instance>", 1))
 		})
 	}
 	// Output:
-	// goxpdl.hello key=1 process.started
-	// goxpdl.hello key=1 activity.started
-	// goxpdl.hello key=1 activity.completed
-	// goxpdl.hello key=1 process.completed
+	// goxpdl.hello key=<instance> process.started
+	// goxpdl.hello key=<instance> activity.started
+	// goxpdl.hello key=<instance> activity.completed
+	// goxpdl.hello key=<instance> process.completed
 }
