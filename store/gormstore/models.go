@@ -232,6 +232,7 @@ type eventModel struct {
 	AvailableAt       time.Time  `gorm:"column:available_at;not null;precision:6"`
 	ProcessedAt       *time.Time `gorm:"column:processed_at;precision:6;index:goxpdl_events_claim,priority:1"`
 	Attempts          int        `gorm:"column:attempts;not null"`
+	CallFailures      int        `gorm:"column:call_failures;not null;default:0"` // written by RetryEvent only: inserts leave it 0
 	ClaimedBy         string     `gorm:"column:claimed_by;size:255;not null"`
 	ClaimedUntil      *time.Time `gorm:"column:claimed_until;precision:6"`
 }
@@ -695,6 +696,7 @@ func (m *eventModel) row() store.Event {
 		AvailableAt:       rowTime(m.AvailableAt),
 		ProcessedAt:       rowTimePtr(m.ProcessedAt),
 		Attempts:          m.Attempts,
+		CallFailures:      m.CallFailures,
 		ClaimedBy:         m.ClaimedBy,
 		ClaimedUntil:      rowTimePtr(m.ClaimedUntil),
 	}
