@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -215,6 +216,50 @@ func TestSubflowStartMeetsLostConnection(t *testing.T) {
 			inc, err := h.e.Incidents(quiet, engine.IncidentFilter{})
 			require.NoError(t, err)
 			require.Empty(t, inc.Incidents)
+		})
+	}
+}
+
+// TestRetryPolicyCountsCallsNotDeliveries: a retry policy's MaxAttempts
+// is the most calls that fail. A delivery of the step that fails on the
+// database instead (here the application's own write meets a deadlock,
+// rolled back and tried again) is not one of them. Before the fix the
+// policy counted the event's deliveries: such a delivery used one of
+// its attempts and the activity gave up after fewer failed calls than
+// MaxAttempts (seen as a flaky TestRetriesExhaustedOpensIncidentAndRetryRunsAgain
+// on a loaded MariaDB, where a delivery lost to a database conflict).
+func TestRetryPolicyCountsCallsNotDeliveries(t *testing.T) {
+	t.Parallel()
+	for _, d := range faultDialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			in := faultdb.New()
+			db := d.open(t, in.OpenOpts())
+			quiet := faultdb.Exempt(t.Context())
+			require.NoError(t, db.WithContext(quiet).Exec("CREATE TABLE charges (instance BIGINT NOT NULL)").Error)
+			h := newHarness(t, db, func(c *engine.Config) { c.Clock = timer.Real() })
+			var calls atomic.Int32
+			h.e.RegisterApplication("charge", func(ctx context.Context, call *engine.Call) (map[string]any, error) {
+				calls.Add(1)
+				if err := call.Tx.WithContext(ctx).Exec("INSERT INTO charges (instance) VALUES (?)", call.ProcessInstanceID).Error; err != nil {
+					return nil, err // the armed deadlock, on the first call only
+				}
+				return nil, engine.Retryable(errors.New("gateway timeout"))
+			}, engine.WithRetry(fastRetry))
+			h.start()
+			dep := h.deploy(xpdltest.PackageWith(`<Applications><Application Id="charge"/></Applications>`, `<WorkflowProcess Id="p">
+  <Activities>
+    <Activity Id="Charge"><Implementation><Tool Id="charge" Type="APPLICATION"/></Implementation></Activity>
+  </Activities>
+</WorkflowProcess>`))
+			in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 1, Err: faultdb.Deadlock(d.dialect), Query: "INSERT INTO charges"})
+			id, err := h.e.StartProcess(quiet, engine.StartOptions{DefinitionID: dep.ID})
+			require.NoError(t, err)
+			inc := h.awaitIncident(id, engine.CauseRetriesExhausted)
+			require.Equal(t, int64(1), in.Stats().Injected[faultdb.Statement])
+			require.Equal(t, 3, inc.Attempts, "MaxAttempts failed calls")
+			require.Equal(t, int32(4), calls.Load(), "the call the deadlock rolled back, then MaxAttempts that failed")
+			require.Contains(t, inc.Error, "gateway timeout")
 		})
 	}
 }

@@ -68,7 +68,7 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 	e.ids.Observe(ev.ID)
 	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
-		r.attempt = ev.Attempts
+		r.attempt = ev.CallFailures + 1 // the calls that failed before, and this one
 		// The mark is the fence of this node's claim on the event
 		// (flushProcessed): it is written first at flush, whatever else
 		// the run writes or refuses.

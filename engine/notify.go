@@ -92,14 +92,23 @@ func (e *Engine) retryLater(ctx context.Context, ev store.Event, err error) erro
 		return err
 	}
 	delay := retryDelay(ev.Attempts)
-	if ce, ok := asCallError(err); ok {
+	ce, ok := asCallError(err)
+	// A call whose error is the database's (its own statement in the
+	// step's transaction met a conflict) did not fail as the policy
+	// means: the step is rolled back and tried again.
+	callFailed := ok && !isStoreError(err)
+	if callFailed {
 		// An application failed: its policy sets the wait, and a call
-		// that keeps failing shows as an incident.
-		delay = ce.policy.backoff(ev.Attempts)
-		e.recordFailing(ctx, ev.ProcessInstanceID, ev.Attempts, err)
+		// that keeps failing shows as an incident. Its calls are counted
+		// by the deliveries that failed in a call, not by every delivery:
+		// one that failed before the call (a database conflict) is not
+		// one of the policy's attempts.
+		call := ev.CallFailures + 1
+		delay = ce.policy.backoff(call)
+		e.recordFailing(ctx, ev.ProcessInstanceID, call, err)
 	}
 	at := e.now().Add(delay)
-	rerr := e.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: at, Owner: e.owner})
+	rerr := e.store.RetryEvent(ctx, store.RetryEventParams{ID: ev.ID, AvailableAt: at, Owner: e.owner, CallFailed: callFailed})
 	if rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
 		// The database could not even record the retry (an outage): the
 		// claim stays this node's until its lease ends, so try again from
@@ -107,6 +116,9 @@ func (e *Engine) retryLater(ctx context.Context, ev store.Event, err error) erro
 		// redelivery from the database would.
 		next := ev
 		next.Attempts++
+		if callFailed {
+			next.CallFailures++
+		}
 		next.AvailableAt = at // as the database would have it
 		if e.bus.Redeliver(next, at) {
 			e.log.Warn("event processing failed and the retry could not be recorded; retrying from memory",

@@ -18,7 +18,10 @@ import (
 // DefaultRetryPolicy.
 type RetryPolicy struct {
 	// MaxAttempts is the most calls, the first one included; negative
-	// means no limit (retry forever).
+	// means no limit (retry forever). The calls that count are those
+	// that failed: a delivery of the step lost to the database (a
+	// conflict, a lost connection, also in the application's own
+	// statement) is rolled back and tried again without using one.
 	MaxAttempts int
 	// InitialBackoff is the wait before the first retry.
 	InitialBackoff time.Duration

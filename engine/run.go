@@ -36,9 +36,10 @@ type run struct {
 	// redelivered says that the event this run handles was delivered
 	// before: an earlier attempt may have called applications.
 	redelivered bool
-	// attempt numbers the deliveries of the event this run handles (1
-	// for the first); 0 for a command of the host's. Retry policies count
-	// an application's calls by it.
+	// attempt numbers the application call this run's event makes, by
+	// the deliveries of the event that failed in a call before (1 for
+	// the first call); 0 for a command of the host's. Retry policies
+	// count an application's calls by it.
 	attempt int
 	// rerun says that this transaction's work ran before, in an attempt
 	// that rolled back (transact): it may have called applications too.

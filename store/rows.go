@@ -248,6 +248,11 @@ type Event struct {
 	ProcessedAt *time.Time
 	// Attempts counts the claims of the event.
 	Attempts int
+	// CallFailures counts the deliveries of the event that failed in an
+	// application call (RetryEventParams.CallFailed): a retry policy
+	// counts its calls by it, not by Attempts, which also counts the
+	// deliveries that failed before the call (a database conflict).
+	CallFailures int
 	// ClaimedBy is the owner of the latest claim; "" if never claimed.
 	ClaimedBy string
 	// ClaimedUntil is when the latest claim expires; nil if never claimed.

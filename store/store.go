@@ -908,6 +908,9 @@ type RetryEventParams struct {
 	// Owner, when set, leaves the event alone unless Owner claimed it
 	// last.
 	Owner string
+	// CallFailed says that the delivery failed in an application call:
+	// the event's CallFailures goes up by one.
+	CallFailed bool
 }
 
 // ListHistoryParams are the arguments of Tx.ListHistory.

@@ -273,7 +273,11 @@ func (s *Store) RetryEvent(ctx context.Context, params store.RetryEventParams) e
 	if params.Owner != "" {
 		q = q.Where("claimed_by = ?", params.Owner)
 	}
-	err = q.Updates(map[string]any{"available_at": dbTime(params.AvailableAt), "claimed_until": nil}).Error
+	changes := map[string]any{"available_at": dbTime(params.AvailableAt), "claimed_until": nil}
+	if params.CallFailed {
+		changes["call_failures"] = gorm.Expr("call_failures + 1")
+	}
+	err = q.Updates(changes).Error
 	if err != nil {
 		return wrap(err, "retry event %d", params.ID)
 	}

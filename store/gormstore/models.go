@@ -232,6 +232,7 @@ type eventModel struct {
 	AvailableAt       time.Time  `gorm:"column:available_at;not null;precision:6"`
 	ProcessedAt       *time.Time `gorm:"column:processed_at;precision:6;index:goxpdl_events_claim,priority:1"`
 	Attempts          int        `gorm:"column:attempts;not null"`
+	CallFailures      int        `gorm:"column:call_failures;not null;default:0"`
 	ClaimedBy         string     `gorm:"column:claimed_by;size:255;not null"`
 	ClaimedUntil      *time.Time `gorm:"column:claimed_until;precision:6"`
 }
@@ -240,10 +241,10 @@ func (eventModel) TableName() string { return tableEvents }
 
 // eventColumns are the columns of an eventModel but its id, in the order
 // of values.
-var eventColumns = []string{"event_id", "process_instance_id", "kind", "payload", "critical", "created_at", "available_at", "processed_at", "attempts", "claimed_by", "claimed_until"}
+var eventColumns = []string{"event_id", "process_instance_id", "kind", "payload", "critical", "created_at", "available_at", "processed_at", "attempts", "call_failures", "claimed_by", "claimed_until"}
 
 func (m eventModel) values() []any {
-	return []any{m.EventID, m.ProcessInstanceID, m.Kind, m.Payload, m.Critical, m.CreatedAt, m.AvailableAt, m.ProcessedAt, m.Attempts, m.ClaimedBy, m.ClaimedUntil}
+	return []any{m.EventID, m.ProcessInstanceID, m.Kind, m.Payload, m.Critical, m.CreatedAt, m.AvailableAt, m.ProcessedAt, m.Attempts, m.CallFailures, m.ClaimedBy, m.ClaimedUntil}
 }
 
 type historyModel struct {
@@ -695,6 +696,7 @@ func (m *eventModel) row() store.Event {
 		AvailableAt:       rowTime(m.AvailableAt),
 		ProcessedAt:       rowTimePtr(m.ProcessedAt),
 		Attempts:          m.Attempts,
+		CallFailures:      m.CallFailures,
 		ClaimedBy:         m.ClaimedBy,
 		ClaimedUntil:      rowTimePtr(m.ClaimedUntil),
 	}

@@ -85,6 +85,13 @@ func (h *harness) testEvents(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"e1"}, eventIDs(again), "then claimable although A's lease has not expired")
 		require.Equal(t, 2, again[0].Attempts)
+		require.Zero(t, again[0].CallFailures, "a retry that says no call failed")
+		require.NoError(t, b.s.RetryEvent(b.ctx, store.RetryEventParams{ID: got[0].ID, AvailableAt: at(time.Second), Owner: "B", CallFailed: true}))
+		again, err = b.s.ClaimEvents(b.ctx, lease("B", at(2*time.Second), 10))
+		require.NoError(t, err)
+		require.Len(t, again, 1)
+		require.Equal(t, 3, again[0].Attempts)
+		require.Equal(t, 1, again[0].CallFailures, "a retry after a failed call counts it")
 
 		require.NoError(t, b.s.MarkEventsProcessed(b.ctx, store.MarkEventsProcessedParams{IDs: []int64{got[0].ID}, ProcessedAt: at(2 * time.Second)}))
 		require.NoError(t, b.s.RetryEvent(b.ctx, store.RetryEventParams{ID: got[0].ID, AvailableAt: at(3 * time.Second)}))
