@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/internal/faultdb"
@@ -125,22 +126,12 @@ func TestApplicationWriteMeetsDeadlock(t *testing.T) {
 		}{{"conflict", faultdb.Deadlock(d.dialect)}, {"connection-lost", faultdb.ConnectionLost(d.dialect)}} {
 			t.Run(d.name+"/"+fault.name, func(t *testing.T) {
 				t.Parallel()
-				in := faultdb.New()
-				db := d.open(t, in.OpenOpts())
-				quiet := faultdb.Exempt(t.Context())
-				require.NoError(t, db.WithContext(quiet).Exec("CREATE TABLE charges (instance BIGINT NOT NULL)").Error)
-				h := newHarness(t, db, func(c *engine.Config) { c.Clock = timer.Real() })
 				var calls atomic.Int32
-				h.e.RegisterApplication("charge", func(ctx context.Context, call *engine.Call) (map[string]any, error) {
+				h, in, db, dep := newChargeRig(t, d, func(ctx context.Context, call *engine.Call) (map[string]any, error) {
 					calls.Add(1)
-					return nil, call.Tx.WithContext(ctx).Exec("INSERT INTO charges (instance) VALUES (?)", call.ProcessInstanceID).Error
+					return nil, chargeWrite(ctx, call)
 				})
-				h.start()
-				dep := h.deploy(xpdltest.PackageWith(`<Applications><Application Id="charge"/></Applications>`, `<WorkflowProcess Id="p">
-  <Activities>
-    <Activity Id="Charge"><Implementation><Tool Id="charge" Type="APPLICATION"/></Implementation></Activity>
-  </Activities>
-</WorkflowProcess>`))
+				quiet := faultdb.Exempt(t.Context())
 				ended := make(chan string, 2)
 				defer h.e.Subscribe(func(r engine.Record) {
 					if r.Type == engine.RecordProcessCompleted || r.Type == engine.RecordActivityAbnormal {
@@ -233,25 +224,15 @@ func TestRetryPolicyCountsCallsNotDeliveries(t *testing.T) {
 	for _, d := range faultDialects {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			in := faultdb.New()
-			db := d.open(t, in.OpenOpts())
-			quiet := faultdb.Exempt(t.Context())
-			require.NoError(t, db.WithContext(quiet).Exec("CREATE TABLE charges (instance BIGINT NOT NULL)").Error)
-			h := newHarness(t, db, func(c *engine.Config) { c.Clock = timer.Real() })
 			var calls atomic.Int32
-			h.e.RegisterApplication("charge", func(ctx context.Context, call *engine.Call) (map[string]any, error) {
+			h, in, _, dep := newChargeRig(t, d, func(ctx context.Context, call *engine.Call) (map[string]any, error) {
 				calls.Add(1)
-				if err := call.Tx.WithContext(ctx).Exec("INSERT INTO charges (instance) VALUES (?)", call.ProcessInstanceID).Error; err != nil {
+				if err := chargeWrite(ctx, call); err != nil {
 					return nil, err // the armed deadlock, on the first call only
 				}
 				return nil, engine.Retryable(errors.New("gateway timeout"))
 			}, engine.WithRetry(fastRetry))
-			h.start()
-			dep := h.deploy(xpdltest.PackageWith(`<Applications><Application Id="charge"/></Applications>`, `<WorkflowProcess Id="p">
-  <Activities>
-    <Activity Id="Charge"><Implementation><Tool Id="charge" Type="APPLICATION"/></Implementation></Activity>
-  </Activities>
-</WorkflowProcess>`))
+			quiet := faultdb.Exempt(t.Context())
 			in.Arm(faultdb.Fault{Kind: faultdb.Statement, At: 1, Err: faultdb.Deadlock(d.dialect), Query: "INSERT INTO charges"})
 			id, err := h.e.StartProcess(quiet, engine.StartOptions{DefinitionID: dep.ID})
 			require.NoError(t, err)
@@ -262,4 +243,29 @@ func TestRetryPolicyCountsCallsNotDeliveries(t *testing.T) {
 			require.Contains(t, inc.Error, "gateway timeout")
 		})
 	}
+}
+
+// newChargeRig starts an engine on a fresh database of d with a fault
+// injector, a business table charges, an application "charge" that is
+// app, and a deployed process p that calls it once.
+func newChargeRig(t *testing.T, d faultDialect, app engine.ApplicationFunc, opts ...engine.AppOption) (*harness, *faultdb.Injector, *gorm.DB, engine.Deployment) {
+	t.Helper()
+	in := faultdb.New()
+	db := d.open(t, in.OpenOpts())
+	require.NoError(t, db.WithContext(faultdb.Exempt(t.Context())).Exec("CREATE TABLE charges (instance BIGINT NOT NULL)").Error)
+	h := newHarness(t, db, func(c *engine.Config) { c.Clock = timer.Real() })
+	h.e.RegisterApplication("charge", app, opts...)
+	h.start()
+	dep := h.deploy(xpdltest.PackageWith(`<Applications><Application Id="charge"/></Applications>`, `<WorkflowProcess Id="p">
+  <Activities>
+    <Activity Id="Charge"><Implementation><Tool Id="charge" Type="APPLICATION"/></Implementation></Activity>
+  </Activities>
+</WorkflowProcess>`))
+	return h, in, db, dep
+}
+
+// chargeWrite is the charge application's business write, in the step's
+// transaction.
+func chargeWrite(ctx context.Context, call *engine.Call) error {
+	return call.Tx.WithContext(ctx).Exec("INSERT INTO charges (instance) VALUES (?)", call.ProcessInstanceID).Error
 }

@@ -601,16 +601,9 @@ func (c *lockChanges) grant(l store.Lock, now time.Time) {
 }
 
 // newIndex is the index of l among the locks taken in this run, -1 for a
-// stored lock. A new lock has the engine's ID from when it is taken; one
-// without an ID is named by its instance and scope, since an instance
-// asks for one lock.
+// stored lock (a new lock has its engine-made ID from the start).
 func (c *lockChanges) newIndex(l store.Lock) int {
-	if l.ID != 0 {
-		return slices.IndexFunc(c.taken, func(t store.Lock) bool { return t.ID == l.ID })
-	}
-	return slices.IndexFunc(c.taken, func(t store.Lock) bool {
-		return t.ProcessInstanceID == l.ProcessInstanceID && t.ScopeKey == l.ScopeKey && t.BusinessKey == l.BusinessKey
-	})
+	return slices.IndexFunc(c.taken, func(t store.Lock) bool { return t.ID == l.ID })
 }
 
 // locksFor returns the locks of business key key, in queue order, as
