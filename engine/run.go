@@ -733,9 +733,6 @@ func (r *run) flushEvents(hosted bool) error {
 	if len(r.events) == 0 {
 		return nil
 	}
-	if r.idErr != nil {
-		return r.idErr
-	}
 	if hosted {
 		_, err := r.tx.InsertEvents(r.ctx, r.events)
 		return err
