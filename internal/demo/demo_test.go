@@ -131,48 +131,81 @@ func (b *bundle) instances() []engine.ProcessInstance {
 // people do the work, and everything the console should show happens:
 // completed instances of every grade, the subflow, the activity set,
 // reminders, a deadline, failing calls retried, and incidents.
+//
+// The simulated people decide by a hash of the work item's id, and ids
+// are engine-made (time-ordered, with random bits), so which instance
+// takes which path differs from run to run: the demo runs at least 40
+// steps and then on until everything has shown (in 40 steps a deadline
+// was missing about once in 30 runs), at most demoMaxRounds.
 func TestDemoShowsLife(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		b := setup(t, db, demo.Config{MinWork: 20 * time.Second, MaxWork: 60 * time.Second, FailureRate: 0.15, SkipRate: 0.5, MaxOpen: 12})
-		for range 40 {
+		rounds, missing := 0, ""
+		for ; rounds < demoMaxRounds && (rounds < 40 || missing != ""); rounds++ {
 			b.round()
+			if rounds >= 39 {
+				missing = b.missingLife()
+			}
 		}
+		require.Empty(t, missing, "after %d steps", rounds)
 		require.Positive(t, b.d.Started())
 		insts := b.instances()
-		require.LessOrEqual(t, len(insts), 40, "one start a step at most")
+		require.LessOrEqual(t, len(insts), rounds, "one start a step at most")
 		byState := map[wftype.ProcessState]int{}
-		grades := map[string]bool{}
 		for _, pi := range insts {
 			byState[pi.State]++
 			require.NotEmpty(t, pi.BusinessKey)
-			if pi.State == wftype.ProcessCompleted {
-				vars, err := b.Engine().Variables(b.Context(), pi.ID)
-				require.NoError(t, err)
-				grades[vars["grade"].(string)] = true
-			}
 		}
-		t.Logf("instances by state: %v; grades %v", byState, grades)
+		t.Logf("after %d steps, instances by state: %v", rounds, byState)
 		require.GreaterOrEqual(t, byState[wftype.ProcessCompleted], 10)
-		require.Equal(t, map[string]bool{"A": true, "B": true, "C": true}, grades, "every grade is given")
 		require.Zero(t, byState[wftype.ProcessLocking], "the demo never deadlocks")
-
-		require.Positive(t, b.count(engine.RecordProcessStarted, ""))
-		require.Positive(t, b.count("workitem.completed", "Submit"), "the subflow's work")
-		require.Positive(t, b.count("workitem.completed", "ReviewQuality"), "the activity set's work")
-		require.Positive(t, b.count("workitem.completed", "Decide"))
-		require.Positive(t, b.count("activity.reminder", "Decide"))
-		require.Positive(t, b.count("deadline.fired", "Decide"), "an undecided decision ran past its deadline")
-
-		incidents, err := b.Engine().Incidents(b.Context(), engine.IncidentFilter{})
-		require.NoError(t, err)
-		causes := map[engine.IncidentCause]int{}
-		for _, in := range incidents.Incidents {
-			causes[in.Cause]++
-		}
-		t.Logf("incidents by cause: %v", causes)
-		require.Positive(t, causes[engine.CauseApplication], "the scoring service failed")
 	})
+}
+
+// demoMaxRounds bounds TestDemoShowsLife's steps.
+const demoMaxRounds = 400
+
+// missingLife says what the demo has not shown yet, or "" when it has
+// shown everything TestDemoShowsLife asks for.
+func (b *bundle) missingLife() string {
+	b.t.Helper()
+	grades := map[string]bool{}
+	for _, pi := range b.instances() {
+		if pi.State == wftype.ProcessCompleted {
+			vars, err := b.Engine().Variables(b.Context(), pi.ID)
+			require.NoError(b.t, err)
+			grades[vars["grade"].(string)] = true
+		}
+	}
+	for _, g := range []string{"A", "B", "C"} {
+		if !grades[g] {
+			return "a completed instance of grade " + g
+		}
+	}
+	shown := []struct {
+		typ, activity, what string
+	}{
+		{engine.RecordProcessStarted, "", "a started instance"},
+		{"workitem.completed", "Submit", "the subflow's work"},
+		{"workitem.completed", "ReviewQuality", "the activity set's work"},
+		{"workitem.completed", "Decide", "a decision"},
+		{"activity.reminder", "Decide", "a reminder"},
+		{"deadline.fired", "Decide", "an undecided decision that ran past its deadline"},
+	}
+	for _, s := range shown {
+		if b.count(s.typ, s.activity) == 0 {
+			return s.what
+		}
+	}
+	incidents, err := b.Engine().Incidents(b.Context(), engine.IncidentFilter{})
+	require.NoError(b.t, err)
+	for _, in := range incidents.Incidents {
+		if in.Cause == engine.CauseApplication {
+			return ""
+		}
+	}
+	return "an incident of the failing scoring service"
 }
 
 // A call of the notification application during the mail gateway's
