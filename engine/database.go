@@ -46,11 +46,7 @@ func hostStore(tx *gorm.DB) (store.Store, error) {
 // hostDB is the way back: the *gorm.DB tx works on, for the host's code
 // that runs in the engine's transaction (ApplicationContext.Tx, hooks).
 func hostDB(ctx context.Context, tx store.Tx) (*gorm.DB, error) {
-	db, err := gormstore.DBOf(tx)
-	if err != nil {
-		return nil, err
-	}
-	return db.WithContext(ctx), nil
+	return gormstore.HostDB(ctx, tx)
 }
 
 // transientDBError reports whether err is the database's passing trouble

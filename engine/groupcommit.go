@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -213,7 +214,7 @@ func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 	if len(group) == 1 {
 		r := group[0]
 		r.err = g.store.InTx(r.ctx, func(ctx context.Context, tx store.Tx) error {
-			return callBody(ctx, tx, r.body)
+			return callBody(ctx, tx, r.body, true)
 		})
 		g.observed(1, critical, began, r.err != nil)
 		return 1
@@ -223,7 +224,7 @@ func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 	ctx := context.WithoutCancel(group[0].ctx)
 	yield := func() bool { return !critical && l.critical.Load() > 0 }
 	failed, ran, err := g.runOptimistic(ctx, group, yield)
-	if failed < 0 {
+	if failed == noneFailed {
 		if err != nil {
 			for _, r := range group[:ran] {
 				r.err = err
@@ -232,13 +233,19 @@ func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 		g.observed(ran, critical, began, err != nil)
 		return ran
 	}
-	g.observed(failed+1, critical, began, true)
 	// A member failed and took the transaction with it. Its error is its
 	// outcome; the others run again, each in a savepoint of its own so
-	// that a second failure cannot cost a third transaction.
+	// that a second failure cannot cost a third transaction. When a write
+	// the store held back failed, whose it was is not known: they all run
+	// again so.
+	members := ran
+	if failed >= 0 {
+		members = failed + 1
+	}
+	g.observed(members, critical, began, true)
 	g.groups.Add(1)
-	rest := make([]*commitRequest, 0, len(group)-1)
-	for i, r := range group {
+	rest := make([]*commitRequest, 0, ran)
+	for i, r := range group[:ran] {
 		if i != failed {
 			r.err = nil
 			rest = append(rest, r)
@@ -247,8 +254,15 @@ func (g *groupCommitter) run(l *commitLane, group []*commitRequest) int {
 	again := g.clock.Now()
 	failedAgain := g.runIsolated(ctx, rest)
 	g.observed(len(rest), critical, again, failedAgain)
-	return len(group)
+	return ran
 }
+
+// The member runOptimistic reports failed: none, or one whose
+// index is not known (a write held back failed).
+const (
+	noneFailed    = -1
+	unknownFailed = -2
+)
 
 // observed reports one database transaction of members engine
 // transactions, begun at began, to the observer.
@@ -260,29 +274,47 @@ func (g *groupCommitter) observed(members int, critical bool, began time.Time, f
 
 // runOptimistic runs the group's members one after another in one
 // transaction without savepoints, which on SQLite would copy every page a
-// member touches into a statement journal. When a member fails, it stops,
-// rolls the transaction back and returns that member's index (its err is
-// set); otherwise it returns -1, how many members ran, and the
-// transaction's error. Between members it asks yield whether to stop
-// there and commit what ran: a critical request waits on the shared lane
-// (SQLite's), and the next member may call a slow application.
+// member touches into a statement journal. The writes a store holds back
+// (a pipelined MySQL transaction, store.Tx.Flush) are sent once, for the
+// whole group, at its end: the members' writes of one kind then go as one
+// statement. When a member fails, it stops, rolls the transaction back
+// and returns that member's index (its err is set), or unknownFailed
+// when a held write failed, which may be an earlier member's; otherwise it
+// returns noneFailed and the transaction's error. It also returns how many
+// members ran: between members it asks yield whether to stop there and
+// commit what ran (a critical request waits on the shared lane, SQLite's,
+// and the next member may call a slow application).
 func (g *groupCommitter) runOptimistic(ctx context.Context, group []*commitRequest, yield func() bool) (failed, ran int, err error) {
-	failed, ran = -1, len(group)
-	err = g.store.InTx(ctx, func(_ context.Context, tx store.Tx) error {
+	failed, ran = noneFailed, len(group)
+	err = g.store.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
 		for i, r := range group {
 			if i > 0 && yield() {
 				ran = i
-				return nil
+				break
 			}
-			if r.err = callBody(r.ctx, tx, r.body); r.err != nil {
+			if r.err = callBody(r.ctx, tx, r.body, false); r.err != nil {
 				failed = i
-				return r.err
+				if i > 0 && errors.Is(r.err, store.ErrHeldWrite) {
+					failed, r.err = unknownFailed, nil
+				}
+				return errGroupMemberFailed
 			}
+		}
+		if err := tx.Flush(ctx); err != nil {
+			failed = unknownFailed
+			return err
 		}
 		return nil
 	})
+	if failed != noneFailed {
+		err = nil
+	}
 	return failed, ran, err
 }
+
+// errGroupMemberFailed rolls back the transaction of a group one of
+// whose members failed.
+var errGroupMemberFailed = errors.New("engine: a member of the group failed")
 
 // runIsolated runs the members in one transaction, each in a savepoint,
 // so that one that fails is rolled back alone and the others commit. It
@@ -295,7 +327,7 @@ func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest
 			// (a deadlock, an interrupted statement, a lost connection):
 			// the group fails and every member tries again.
 			failed, err := tx.Savepoint(ctx, func(_ context.Context, tx store.Tx) error {
-				return callBody(r.ctx, tx, r.body)
+				return callBody(r.ctx, tx, r.body, true)
 			})
 			r.err = failed
 			if err != nil && failed != nil {
@@ -320,13 +352,13 @@ func (g *groupCommitter) runIsolated(ctx context.Context, group []*commitRequest
 // bug cannot strand the callers queued behind it, and then sends the
 // writes the store held back (store.Tx.Flush), so that their errors are
 // this member's and not the next one's.
-func callBody(ctx context.Context, tx store.Tx, body txBody) (err error) {
+func callBody(ctx context.Context, tx store.Tx, body txBody, flush bool) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("engine transaction panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
-	if err := body(ctx, tx); err != nil {
+	if err := body(ctx, tx); err != nil || !flush {
 		return err
 	}
 	return tx.Flush(ctx)

@@ -316,3 +316,52 @@ func TestGroupCommitIsObserved(t *testing.T) {
 		require.Equal(t, []string{"a", "b", "c", "d", "e"}, scratchKeys(t, db))
 	})
 }
+
+// On MySQL the members' writes wait for the end of the group and go as
+// one statement of each kind (store/gormstore's coalesce.go). When one of
+// them is refused there, whose it was is not known: every member runs
+// again in a savepoint of its own, and only the one whose write was
+// refused fails. Elsewhere the refused write fails at once, in its member.
+func TestGroupCommitFindsTheMemberWhoseHeldWriteFailed(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		st, err := gormstore.New(db)
+		require.NoError(t, err)
+		require.NoError(t, st.Migrate(t.Context()))
+		t0 := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+		for id := int64(1); id <= 3; id++ {
+			_, err := st.InsertProcessInstance(t.Context(), store.ProcessInstance{ID: id, DefinitionID: 1, ProcessDefID: "p", State: "Running", CreatedAt: t0, UpdatedAt: t0})
+			require.NoError(t, err)
+		}
+		g := newGroupCommitter(st, 1, maxCommitGroup, timer.Real(), slog.New(slog.DiscardHandler))
+		runs := map[int64]int{}
+		update := func(id, expected int64) txBody {
+			return func(ctx context.Context, tx store.Tx) error {
+				runs[id]++
+				_, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: id, ExpectedVersion: expected, FromState: "Running", State: "Running", Diagnosis: "moved", UpdatedAt: t0})
+				return err
+			}
+		}
+		group := []*commitRequest{
+			{ctx: t.Context(), body: update(1, 1)},
+			{ctx: t.Context(), body: update(2, 5)}, // stale
+			{ctx: t.Context(), body: update(3, 1)},
+		}
+		require.Equal(t, 3, g.run(g.lanes[0], group))
+
+		require.NoError(t, group[0].err)
+		require.ErrorIs(t, group[1].err, store.ErrConflict)
+		require.ErrorContains(t, group[1].err, "process instance 2")
+		require.NoError(t, group[2].err)
+		for id, want := range map[int64]int64{1: 2, 2: 1, 3: 2} {
+			pi, err := st.GetProcessInstance(t.Context(), id)
+			require.NoError(t, err)
+			require.Equal(t, want, pi.Version, "instance %d", id)
+		}
+		if st.Capabilities().Dialect == store.DialectMySQL {
+			require.Equal(t, map[int64]int{1: 2, 2: 2, 3: 2}, runs, "the group, then each alone")
+		} else {
+			require.Equal(t, map[int64]int{1: 2, 2: 1, 3: 1}, runs, "the group up to the failed member, then the others alone")
+		}
+	})
+}

@@ -299,12 +299,13 @@ func (r *run) activity(id int64) *act {
 }
 
 // hostTx is the run's transaction for a host's code (an application, a
-// hook). The writes the store holds back go first, so that their errors
-// are the run's and never surface in the host's statements.
+// hook). The writes the store holds back go before the host's first
+// statement, in a round trip of their own; when one fails, the host's
+// statement fails with its error, and so does the run's transaction
+// whatever the host does with it (gormstore.HostDB). A host's code that
+// sends no statement (a no-op application) leaves them held, for the
+// group commit to send with its other members' (groupcommit.go).
 func (r *run) hostTx() (*gorm.DB, error) {
-	if err := r.tx.Flush(r.ctx); err != nil {
-		return nil, err
-	}
 	return hostDB(r.ctx, r.tx)
 }
 
@@ -734,7 +735,7 @@ func (r *run) flushEvents(hosted bool) error {
 		return nil
 	}
 	if hosted {
-		_, err := r.tx.InsertEvents(r.ctx, r.events)
+		_, err := r.tx.AppendEvents(r.ctx, r.events) // engine-made ids and EventIDs
 		return err
 	}
 	published, err := r.e.bus.Publish(r.ctx, r.tx, r.events)

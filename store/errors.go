@@ -34,3 +34,11 @@ var ErrNotSupported = errors.New("store: not supported by this database")
 // ErrExhausted means a bounded resource is all in use: every node number
 // of the id allocator is leased (AcquireIDNode).
 var ErrExhausted = errors.New("store: exhausted")
+
+// ErrHeldWrite marks the error of a write that the store held back and
+// sent later, with another statement, Flush or the commit (a pipelined
+// MySQL transaction, package gormstore): the write may be an earlier
+// caller's in the same transaction, not the one that got the error.
+// errors.Is finds the write's own error (ErrConflict, ErrLeaseLost, …)
+// in it as well.
+var ErrHeldWrite = errors.New("store: a write held back failed")

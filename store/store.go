@@ -278,6 +278,15 @@ type Tx interface {
 	// claims it before the claim expires. Otherwise both are ignored. The
 	// returned events are in argument order.
 	InsertEvents(ctx context.Context, events []Event) ([]Event, error)
+	// AppendEvents is InsertEvents for events whose IDs and EventIDs
+	// cannot be stored already (the engine's own: made from its id
+	// allocator's IDs). A store that holds writes back (a pipelined MySQL
+	// transaction) may send them with a later statement, Flush or the
+	// commit, where a duplicate then fails that (ErrDuplicate and
+	// ErrHeldWrite) and the transaction must roll back; a caller that
+	// treats ErrDuplicate as "published before" uses InsertEvents.
+	// Elsewhere it is InsertEvents.
+	AppendEvents(ctx context.Context, events []Event) ([]Event, error)
 	// GetEvent returns the event with the given id, or ErrNotFound.
 	GetEvent(ctx context.Context, id int64) (Event, error)
 	// ClaimEvents claims up to params.Limit events for params.Owner until

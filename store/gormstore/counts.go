@@ -113,7 +113,11 @@ func (s *Store) recordCountOf(ctx context.Context, id, version int64, state stri
 	}
 	query := s.statementVerb("INSERT", tableInstanceCountDeltas) + " INTO `" + tableInstanceCountDeltas + "` (`definition_id`,`process_def_id`,`state`,`n`) " +
 		"SELECT `definition_id`, `process_def_id`, " + stateExpr + ", ?" + s.pgCast("bigint") + " FROM `" + tableProcessInstances + "` WHERE " + where
-	return s.write(ctx, queuedWrite{what: fmt.Sprintf("count process instance %d", id), query: query, args: args})
+	return s.write(ctx, queuedWrite{
+		what: fmt.Sprintf("count process instance %d", id), query: query, args: args,
+		// It reads the instance's row as the writes before it left it.
+		touches: []touch{{table: tableInstanceCountDeltas, adds: true}, {table: tableProcessInstances, ids: []int64{id}}},
+	})
 }
 
 // CountProcessInstanceGroups implements store.Tx: the totals plus the

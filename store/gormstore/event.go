@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -33,6 +32,63 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 		return nil, err
 	}
 	defer done()
+	ms, err := eventModels(events)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]any, len(ms))
+	for i, m := range ms {
+		rows[i] = append([]any{m.ID}, m.values()...)
+	}
+	// Sent at once, not queued on a pipelined transaction: a duplicate
+	// EventID is the caller's answer (ErrDuplicate), not a later one's.
+	insert := func(db *gorm.DB, query string, args []any, _ int) error {
+		_, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
+		return err
+	}
+	if s.dialect == store.DialectPostgres {
+		insert = s.pgInsertEvents(ctx)
+	}
+	if err := insertChunks(ctx, s, tableEvents, eventColumnsWithID, rows, insert); err != nil {
+		return nil, wrap(err, "insert %d events", len(events))
+	}
+	out := make([]store.Event, len(ms))
+	for i := range ms {
+		out[i] = ms[i].row()
+	}
+	return out, nil
+}
+
+// AppendEvents implements store.Tx: on a pipelined MySQL transaction the
+// insert waits in the queue, where the inserts of the other members of a
+// group commit join it (coalesce.go); elsewhere it is InsertEvents.
+func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
+	if _, ok := s.db.Statement.ConnPool.(*pipeline); !ok || len(events) == 0 || len(events) > batchSize {
+		return s.InsertEvents(ctx, events)
+	}
+	done, err := s.writing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ms, err := eventModels(events)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]any, len(ms))
+	out := make([]store.Event, len(ms))
+	for i, m := range ms {
+		rows[i] = append([]any{m.ID}, m.values()...)
+		out[i] = m.row()
+	}
+	if err := s.write(ctx, insertWrite(s, tableEvents, eventColumnsWithID, rows)); err != nil {
+		return nil, wrap(err, "insert %d events", len(events))
+	}
+	return out, nil
+}
+
+// eventModels checks events and returns their rows.
+func eventModels(events []store.Event) ([]eventModel, error) {
 	ms := make([]eventModel, len(events))
 	for i, e := range events {
 		if e.EventID == "" {
@@ -61,27 +117,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 			ms[i].Attempts = 1
 		}
 	}
-	rows := make([][]any, len(ms))
-	for i, m := range ms {
-		rows[i] = append([]any{m.ID}, m.values()...)
-	}
-	// Sent at once, not queued on a pipelined transaction: a duplicate
-	// EventID is the caller's answer (ErrDuplicate), not a later one's.
-	insert := func(db *gorm.DB, query string, args []any, _ int) error {
-		_, err := db.Statement.ConnPool.ExecContext(ctx, query, args...)
-		return err
-	}
-	if s.dialect == store.DialectPostgres {
-		insert = s.pgInsertEvents(ctx)
-	}
-	if err := insertChunks(ctx, s, tableEvents, eventColumnsWithID, rows, insert); err != nil {
-		return nil, wrap(err, "insert %d events", len(events))
-	}
-	out := make([]store.Event, len(ms))
-	for i := range ms {
-		out[i] = ms[i].row()
-	}
-	return out, nil
+	return ms, nil
 }
 
 // eventColumnsWithID are the id and eventColumns.
@@ -176,32 +212,10 @@ func (s *Store) MarkEventsProcessed(ctx context.Context, params store.MarkEvents
 	if err := requireTime("mark events processed: processed at", params.ProcessedAt); err != nil {
 		return err
 	}
-	// A plain statement: the engine marks an event on every step.
-	args := make([]any, 0, len(params.IDs)+2)
-	args = append(args, dbTime(params.ProcessedAt))
-	var q strings.Builder
-	q.WriteString("UPDATE `" + tableEvents + "` SET `processed_at` = ? WHERE `id` IN (")
-	for i, id := range params.IDs {
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteByte('?')
-		args = append(args, id)
-	}
-	q.WriteString(") AND `processed_at` IS NULL")
-	if params.Owner != "" {
-		q.WriteString(" AND `claimed_by` = ?")
-		args = append(args, params.Owner)
-	}
-	w := queuedWrite{what: fmt.Sprintf("mark %d events processed", len(params.IDs)), query: q.String(), args: args}
-	if params.Owner != "" {
-		claimed := int64(len(uniqueIDs(params.IDs)))
-		w.rowsOK = func(marked int64) bool { return marked >= claimed }
-		w.failed = func(context.Context) error {
-			return fmt.Errorf("mark events %v processed for %q: %w", params.IDs, params.Owner, store.ErrLeaseLost)
-		}
-	}
-	return s.write(ctx, w)
+	// A plain statement: the engine marks an event on every step. Later
+	// marks of the same owner may join it on a pipelined transaction
+	// (coalesce.go).
+	return s.write(ctx, markWrite(params.IDs, params.ProcessedAt, params.Owner))
 }
 
 func uniqueIDs(ids []int64) map[int64]bool {

@@ -290,8 +290,7 @@ func insertRows(ctx context.Context, s *Store, table string, columns []string, r
 			return err
 		})
 	}
-	query, args := insertStatement(s, table, columns, rows)
-	return s.write(ctx, queuedWrite{what: "insert into " + table, query: query, args: args})
+	return s.write(ctx, insertWrite(s, table, columns, rows))
 }
 
 // insertStatement is the multi-row INSERT of rows into table.
@@ -385,13 +384,35 @@ func (s *Store) DB() *gorm.DB { return s.db }
 
 // DBOf returns the *gorm.DB a store.Tx of this package works on, as DB
 // does: the pool, or inside InTx the transaction. It is the way back from
-// a store.Tx to gorm for code that only has the interface (the engine
-// hands its transaction to the host's applications and hooks through it,
-// after Flush). A store.Tx of another implementation is an error.
+// a store.Tx to gorm for code that only has the interface. A store.Tx of
+// another implementation is an error. For a host's code in the
+// transaction, use HostDB.
 func DBOf(tx store.Tx) (*gorm.DB, error) {
 	s, ok := tx.(*Store)
 	if !ok || s == nil {
 		return nil, fmt.Errorf("gormstore: %T is not a store of package gormstore", tx)
 	}
 	return s.db, nil
+}
+
+// HostDB returns the *gorm.DB of tx, with ctx, for a host's code that runs inside
+// it (the engine hands its transaction to the host's applications and
+// hooks through it). On a pipelined MySQL transaction the writes tx holds
+// back are sent, in a round trip of their own, before the first statement
+// of the host's code, and not at all when it sends none (an application
+// that does not touch the database). When one of them fails, that
+// statement fails with its error (store.ErrHeldWrite), and so does every
+// later statement of the transaction and its commit: the engine's
+// transaction cannot commit without its writes, whatever the host's code
+// does with the error. A store.Tx of another implementation is an error.
+func HostDB(ctx context.Context, tx store.Tx) (*gorm.DB, error) {
+	db, err := DBOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	host := db.WithContext(ctx) // a copy of the statement, whose pool may change
+	if p, ok := db.Statement.ConnPool.(*pipeline); ok {
+		host.Statement.ConnPool = &hostPool{p}
+	}
+	return host, nil
 }

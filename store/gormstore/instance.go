@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,36 +154,7 @@ func (s *Store) updateVersioned(ctx context.Context, table, what string, id, exp
 		return 0, err
 	}
 	defer done()
-	// A plain statement on the connection underneath gorm: it runs on
-	// every engine step, where gorm's map handling cost more than the
-	// UPDATE itself. Columns in name order, so the text is always the
-	// same.
-	var q strings.Builder
-	args := make([]any, 0, len(set)+2)
-	q.WriteString("UPDATE `" + table + "` SET ")
-	for _, col := range slices.Sorted(maps.Keys(set)) {
-		q.WriteString("`" + col + "` = ?, ")
-		args = append(args, set[col])
-	}
-	q.WriteString("`version` = `version` + 1 WHERE `id` = ? AND `version` = ?")
-	args = append(args, id, expected)
-	err = s.write(ctx, queuedWrite{
-		what:   fmt.Sprintf("update %s %d", what, id),
-		query:  q.String(),
-		args:   args,
-		rowsOK: func(n int64) bool { return n == 1 },
-		failed: func(ctx context.Context) error {
-			var versions []int64
-			if err := s.db.WithContext(ctx).Table(table).Where("id = ?", id).Pluck("version", &versions).Error; err != nil {
-				return wrap(err, "update %s %d", what, id)
-			}
-			if len(versions) == 0 {
-				return fmt.Errorf("update %s %d: %w", what, id, store.ErrNotFound)
-			}
-			return fmt.Errorf("update %s %d: expected version %d, found %d: %w", what, id, expected, versions[0], store.ErrConflict)
-		},
-	})
-	if err != nil {
+	if err := s.write(ctx, versionedWrite(s, table, what, id, expected, set)); err != nil {
 		return 0, err
 	}
 	return expected + 1, nil
@@ -571,9 +541,10 @@ func (s *Store) UpdateActivityInstances(ctx context.Context, params []store.Upda
 	args = byID(&q, args, "bigint", func(p store.UpdateActivityInstanceParams) any { return p.ExpectedVersion })
 	var updated int64
 	return s.write(ctx, queuedWrite{
-		what:  fmt.Sprintf("update %d activity instances", len(params)),
-		query: q.String(),
-		args:  args,
+		touches: []touch{{table: tableActivityInstances, ids: ids}},
+		what:    fmt.Sprintf("update %d activity instances", len(params)),
+		query:   q.String(),
+		args:    args,
 		rowsOK: func(n int64) bool {
 			updated = n
 			return n == int64(len(params))

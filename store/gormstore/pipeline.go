@@ -49,6 +49,16 @@ type queuedWrite struct {
 	// failed returns the error for a row count rowsOK refused. It runs
 	// after the batch is read and may query the transaction.
 	failed func(ctx context.Context) error
+
+	// touches says what the write reads or changes, so that a later
+	// write may move back past it (coalesce.go); nil blocks every later
+	// write.
+	touches []touch
+	// rows, when not nil, lets a later write of the same kind join this
+	// one; joined says one did, and the write is then sent as
+	// rows.statement of all the rows.
+	rows   *rowsWrite
+	joined bool
 }
 
 // write runs w on s's connection or transaction: queued when s is a
@@ -57,7 +67,7 @@ type queuedWrite struct {
 // that sends it.
 func (s *Store) write(ctx context.Context, w queuedWrite) error {
 	if p, ok := s.db.Statement.ConnPool.(*pipeline); ok {
-		p.queue = append(p.queue, w)
+		p.enqueue(w)
 		return nil
 	}
 	res, err := s.db.Statement.ConnPool.ExecContext(ctx, s.native(w.query), w.args...)
@@ -106,6 +116,14 @@ type pipeline struct {
 	tx    *sql.Tx
 	pool  *sql.DB // the pool tx was begun on, for gorm's DB()
 	queue []queuedWrite
+	// err is the error of a held write that a host's code saw first
+	// (hostPool). Once set, every later statement and the commit fail
+	// with it, so that the host's code cannot commit the transaction
+	// without the write, whatever it does with the error. (The store's
+	// own callers get such errors too, and the transaction goes on: they
+	// decide.) ROLLBACK TO SAVEPOINT clears it: the savepoint's statement
+	// sent everything before it.
+	err error
 }
 
 var (
@@ -126,7 +144,8 @@ var errNoRowCount = errors.New("gormstore: pipelined batch: no row count for a q
 // writes in the order of their counts in the answer.
 func (p *pipeline) take() (query string, args []any, checked []queuedWrite) {
 	var q strings.Builder
-	for i, w := range p.queue {
+	for i := range p.queue {
+		w := p.queue[i].sendable()
 		if i > 0 {
 			q.WriteString(";\n")
 		}
@@ -189,8 +208,33 @@ func closeWith(rows *sql.Rows, err error) error {
 	return err
 }
 
+// heldError is the error of a text that carried held writes: the
+// statement that failed may be any of them (or the statement sent with
+// them), so it is store.ErrHeldWrite as well as its own error.
+type heldError struct{ err error }
+
+func (e heldError) Error() string        { return e.err.Error() }
+func (e heldError) Unwrap() error        { return e.err }
+func (e heldError) Is(target error) bool { return target == store.ErrHeldWrite }
+
+// held marks err, when not nil, as the error of a text with held writes.
+func held(err error) error {
+	if err == nil {
+		return nil
+	}
+	return heldError{err}
+}
+
 // flush sends the queue, if any, and checks the row counts.
 func (p *pipeline) flush(ctx context.Context) error {
+	if p.err != nil {
+		return p.err
+	}
+	return held(p.send(ctx))
+}
+
+// send is flush without the mark on its error.
+func (p *pipeline) send(ctx context.Context) error {
 	if len(p.queue) == 0 {
 		return nil
 	}
@@ -219,11 +263,14 @@ func (p *pipeline) flush(ctx context.Context) error {
 // queue instead: everything queued came after the latest savepoint, whose
 // SAVEPOINT statement sent the queue before it.
 func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if len(p.queue) == 0 {
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(query)), "ROLLBACK TO") {
+		p.queue, p.err = p.queue[:0], nil
 		return p.tx.ExecContext(ctx, query, args...)
 	}
-	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(query)), "ROLLBACK TO") {
-		p.queue = p.queue[:0]
+	if p.err != nil {
+		return nil, p.err
+	}
+	if len(p.queue) == 0 {
 		return p.tx.ExecContext(ctx, query, args...)
 	}
 	for _, w := range p.queue {
@@ -235,22 +282,29 @@ func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (
 		}
 	}
 	batch, batchArgs, _ := p.take()
-	return p.tx.ExecContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
+	res, err := p.tx.ExecContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
+	if err != nil {
+		return nil, held(err)
+	}
+	return res, nil
 }
 
 // QueryContext implements gorm.ConnPool: the queued writes and their row
 // counts go in one text with query, whose rows are returned.
 func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
 	if len(p.queue) == 0 {
 		return p.tx.QueryContext(ctx, query, args...)
 	}
 	batch, batchArgs, checked := p.take()
 	rows, err := p.tx.QueryContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		_, err = readCounts(ctx, rows, checked)
 	}
-	if _, err := readCounts(ctx, rows, checked); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, held(err)
 	}
 	return rows, nil
 }
@@ -288,4 +342,78 @@ func (p *pipeline) Commit() error {
 func (p *pipeline) Rollback() error {
 	p.queue = p.queue[:0]
 	return p.tx.Rollback()
+}
+
+// hostPool is the gorm.ConnPool of a host's code inside a pipelined
+// transaction (HostDB): before each of its statements the held writes are
+// sent on their own, so that the statement's result and error are its
+// own, unless a held write failed; that failure then stays the
+// transaction's (pipeline.err).
+type hostPool struct{ p *pipeline }
+
+// flush sends the held writes before a statement of the host's code.
+func (h *hostPool) flush(ctx context.Context) error {
+	if err := h.p.flush(ctx); err != nil {
+		h.p.err = err
+		return err
+	}
+	return nil
+}
+
+var (
+	_ gorm.ConnPool       = (*hostPool)(nil)
+	_ gorm.TxCommitter    = (*hostPool)(nil)
+	_ gorm.GetDBConnector = (*hostPool)(nil)
+)
+
+// GetDBConn implements gorm.GetDBConnector.
+func (h *hostPool) GetDBConn() (*sql.DB, error) { return h.p.pool, nil }
+
+// ExecContext implements gorm.ConnPool. ROLLBACK TO SAVEPOINT (of a
+// savepoint the host's code made) drops what was held since, as on the
+// pipeline.
+func (h *hostPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(query)), "ROLLBACK TO") {
+		if err := h.flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return h.p.ExecContext(ctx, query, args...)
+}
+
+// QueryContext implements gorm.ConnPool.
+func (h *hostPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := h.flush(ctx); err != nil {
+		return nil, err
+	}
+	return h.p.tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext implements gorm.ConnPool.
+func (h *hostPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := h.flush(ctx); err != nil {
+		failed, cancel := context.WithCancelCause(ctx)
+		cancel(err)
+		return h.p.tx.QueryRowContext(failed, query, args...)
+	}
+	return h.p.tx.QueryRowContext(ctx, query, args...)
+}
+
+// PrepareContext implements gorm.ConnPool.
+func (h *hostPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if err := h.flush(ctx); err != nil {
+		return nil, err
+	}
+	return h.p.tx.PrepareContext(ctx, query)
+}
+
+// Commit implements gorm.TxCommitter. The engine commits its
+// transaction; a host's code that tries gets an error.
+func (h *hostPool) Commit() error {
+	return errors.New("gormstore: the engine's transaction is committed by the engine, not by a host's code")
+}
+
+// Rollback implements gorm.TxCommitter, likewise.
+func (h *hostPool) Rollback() error {
+	return errors.New("gormstore: the engine's transaction is rolled back by the engine, not by a host's code")
 }

@@ -167,3 +167,161 @@ func TestInsertIDs(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// TestHeldWritesJoinOnMySQL: the steps of several instances in one
+// pipelined transaction, as a group commit runs them, go to the server as
+// one statement of each kind, and a joined write that one row refuses
+// fails with ErrConflict and ErrHeldWrite, naming that row.
+func TestHeldWritesJoinOnMySQL(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, reopenMySQL(t, openMySQL(t), true))
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	const n = 4
+	var events []store.Event
+	for i := range int64(n) {
+		_, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ID: 100 + i, DefinitionID: 1, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0})
+		require.NoError(t, err)
+		events = append(events, store.Event{ID: 200 + i, EventID: fmt.Sprint(200 + i), ProcessInstanceID: 100 + i, Kind: "k", CreatedAt: t0, AvailableAt: t0})
+	}
+	_, err := s.InsertEvents(ctx, events)
+	require.NoError(t, err)
+	claimed, err := s.ClaimEvents(ctx, store.ClaimEventsParams{Owner: "node-1", Limit: n, Now: t0, LeaseUntil: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	require.Len(t, claimed, n)
+
+	// step is what the engine writes for one step of instance i.
+	step := func(ctx context.Context, tx store.Tx, i, expected int64) error {
+		if err := tx.MarkEventsProcessed(ctx, store.MarkEventsProcessedParams{IDs: []int64{200 + i}, ProcessedAt: t0, Owner: "node-1"}); err != nil {
+			return err
+		}
+		if _, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: 100 + i, ExpectedVersion: expected, FromState: "Running", State: "Running", UpdatedAt: t0}); err != nil {
+			return err
+		}
+		if _, err := tx.InsertActivityInstances(ctx, []store.ActivityInstance{{ID: 300 + i, ProcessInstanceID: 100 + i, ActivityDefID: "A", State: "Initiated", CreatedAt: t0, UpdatedAt: t0}}); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvents(ctx, []store.Event{{ID: 400 + i, EventID: fmt.Sprint(400 + i), ProcessInstanceID: 100 + i, Kind: "k", CreatedAt: t0, AvailableAt: t0}}); err != nil {
+			return err
+		}
+		return tx.InsertHistory(ctx, []store.HistoryEntry{{ID: 500 + i, ProcessInstanceID: 100 + i, Subject: store.SubjectProcess, ToState: "Running", At: t0}})
+	}
+	// statements counts the statements of this session by verb.
+	statements := func(db *gorm.DB) map[string]int64 {
+		rows, err := db.Raw("SHOW SESSION STATUS WHERE Variable_name IN ('Com_insert', 'Com_update')").Rows()
+		require.NoError(t, err)
+		defer rows.Close()
+		out := map[string]int64{}
+		for rows.Next() {
+			var name string
+			var v int64
+			require.NoError(t, rows.Scan(&name, &v))
+			out[name] = v
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+
+	t.Run("Joined", func(t *testing.T) { //nolint:paralleltest // the steps build on each other
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			db := tx.(*gormstore.Store).DB().WithContext(ctx)
+			before := statements(db)
+			for i := range int64(n) {
+				require.NoError(t, step(ctx, tx, i, 1))
+			}
+			require.NoError(t, tx.Flush(ctx))
+			after := statements(db)
+			// One INSERT each for activities, events and history; one
+			// UPDATE each for the instances and the marks.
+			require.Equal(t, int64(3), after["Com_insert"]-before["Com_insert"])
+			require.Equal(t, int64(2), after["Com_update"]-before["Com_update"])
+			return nil
+		})
+		require.NoError(t, err)
+		for i := range int64(n) {
+			pi, err := s.GetProcessInstance(ctx, 100+i)
+			require.NoError(t, err)
+			require.Equal(t, int64(2), pi.Version)
+			ev, err := s.GetEvent(ctx, 200+i)
+			require.NoError(t, err)
+			require.NotNil(t, ev.ProcessedAt)
+			_, err = s.GetEvent(ctx, 400+i)
+			require.NoError(t, err)
+			_, err = s.GetActivityInstance(ctx, 300+i)
+			require.NoError(t, err)
+		}
+	})
+
+	t.Run("OneRowRefuses", func(t *testing.T) { //nolint:paralleltest // the steps build on each other
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			for i := range int64(n) {
+				expected := int64(2)
+				if i == 2 {
+					expected = 9 // stale
+				}
+				_, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: 100 + i, ExpectedVersion: expected, FromState: "Running", State: "Running", UpdatedAt: t0})
+				require.NoError(t, err, "held back")
+			}
+			return tx.Flush(ctx)
+		})
+		require.ErrorIs(t, err, store.ErrConflict)
+		require.ErrorIs(t, err, store.ErrHeldWrite)
+		require.ErrorContains(t, err, "process instance 102: expected version 9, found 2")
+		pi, err := s.GetProcessInstance(ctx, 100)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), pi.Version, "rolled back")
+	})
+}
+
+// TestHostDBOnAPipelinedTransaction: a host's code in the engine's
+// transaction (gormstore.HostDB) sends the held writes before its first
+// statement; a refused one fails that statement and the transaction,
+// even when the host's code goes on; the host's own failed statement is
+// its own and the transaction goes on.
+func TestHostDBOnAPipelinedTransaction(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, reopenMySQL(t, openMySQL(t), true))
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	pi, err := s.InsertProcessInstance(ctx, store.ProcessInstance{ID: 1, DefinitionID: 1, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0})
+	require.NoError(t, err)
+	require.NoError(t, s.DB().Exec("CREATE TABLE host_orders (id BIGINT PRIMARY KEY)").Error)
+
+	t.Run("OwnError", func(t *testing.T) { //nolint:paralleltest // the steps build on each other
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			require.NoError(t, tx.InsertHistory(ctx, []store.HistoryEntry{{ID: 1, ProcessInstanceID: pi.ID, Subject: store.SubjectProcess, ToState: "Running", At: t0}}))
+			host, err := gormstore.HostDB(ctx, tx)
+			require.NoError(t, err)
+			require.NoError(t, host.Exec("INSERT INTO host_orders (id) VALUES (1)").Error)
+			err = host.Exec("INSERT INTO host_orders (id) VALUES (1)").Error
+			require.Error(t, err, "the host's duplicate")
+			require.NotErrorIs(t, err, store.ErrHeldWrite)
+			return nil // the host recovers
+		})
+		require.NoError(t, err)
+		var n int64
+		require.NoError(t, s.DB().Raw("SELECT COUNT(*) FROM goxpdl_history").Scan(&n).Error)
+		require.Equal(t, int64(1), n, "the held write committed")
+	})
+
+	t.Run("HeldWriteRefused", func(t *testing.T) { //nolint:paralleltest // the steps build on each other
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: pi.ID, ExpectedVersion: 9, State: "Running", FromState: "Running", UpdatedAt: t0})
+			require.NoError(t, err, "held back")
+			host, err := gormstore.HostDB(ctx, tx)
+			require.NoError(t, err)
+			err = host.Exec("INSERT INTO host_orders (id) VALUES (2)").Error
+			require.ErrorIs(t, err, store.ErrHeldWrite)
+			require.ErrorIs(t, err, store.ErrConflict)
+			// The host's code ignores it and goes on: it cannot.
+			require.ErrorIs(t, host.Exec("INSERT INTO host_orders (id) VALUES (3)").Error, store.ErrConflict)
+			require.ErrorIs(t, tx.Flush(ctx), store.ErrConflict)
+			require.Error(t, host.Commit().Error, "the host's code cannot commit the engine's transaction")
+			return nil // as if the engine had not looked
+		})
+		require.ErrorIs(t, err, store.ErrConflict, "the commit fails")
+		var ids []int64
+		require.NoError(t, s.DB().Raw("SELECT id FROM host_orders ORDER BY id").Scan(&ids).Error)
+		require.Equal(t, []int64{1}, ids, "nothing of the transaction committed")
+	})
+}

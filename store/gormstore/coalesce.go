@@ -1,0 +1,360 @@
+package gormstore
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// Joining held writes. The engine's group commit runs several engine
+// transactions (members) one after another in one database transaction
+// and, on a pipelined MySQL transaction, lets their writes wait in the
+// queue until the group ends (store.Tx.Flush). Each member writes the same
+// few things: history rows, outbox events, the processed mark of its
+// event, activity rows, a versioned update of its process instance. A
+// write of rows joins the queued write of the same kind (the same table
+// and columns), so that the group sends one multi-row INSERT per table,
+// one UPDATE … CASE for all the versioned updates of a table, and one
+// processed mark, instead of one of each per member: MySQL's CPU goes per
+// statement more than per row.
+//
+// Joining moves a write back in the queue, past the writes queued after
+// the one it joins. That is allowed only past writes it cannot affect:
+// each queued write says what it touches (table and row ids, or rows it
+// only adds), and a write that touches rows another one between them
+// touches stays where it is. Reads never wait in the queue (a read sends
+// the queue first), so the writes in it are all there is to order.
+
+// touch is what a queued write reads or changes in one table: the rows
+// with ids, or, when adds, only rows it adds that no other queued write
+// names (the instance count deltas, which are summed).
+type touch struct {
+	table string
+	ids   []int64
+	adds  bool
+}
+
+// overlaps reports whether writes touching a and b could see each
+// other's effect, so that their order matters.
+func (a touch) overlaps(b touch) bool {
+	switch {
+	case a.table != b.table:
+		return false
+	case a.adds && b.adds:
+		return false
+	case a.adds || b.adds:
+		return true
+	}
+	return idsOverlap(a.ids, b.ids)
+}
+
+// idsOverlap reports whether a and b share an id (both short: a step's
+// rows).
+func idsOverlap(a, b []int64) bool {
+	for _, id := range a {
+		if slices.Contains(b, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// rowsWrite is a queued write of rows that a later write of the same kind
+// may join.
+type rowsWrite struct {
+	// kind names what may join: table, columns and form.
+	kind string
+	rows []any
+	ids  []int64
+	// statement is the one write of rows, more than one, joined.
+	statement func(rows []any) queuedWrite
+}
+
+// blocks reports whether w must stay before later, which cannot move
+// back past it. A write that does not say what it touches blocks every
+// other.
+func (w *queuedWrite) blocks(later *queuedWrite) bool {
+	if w.touches == nil || later.touches == nil {
+		return true
+	}
+	for _, a := range w.touches {
+		for _, b := range later.touches {
+			if a.overlaps(b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// enqueue appends w to the queue, or joins it to the latest queued write
+// of its kind that it may move back to.
+func (p *pipeline) enqueue(w queuedWrite) {
+	if w.rows != nil {
+		for j := len(p.queue) - 1; j >= 0; j-- {
+			x := &p.queue[j]
+			if x.rows != nil && x.rows.kind == w.rows.kind &&
+				len(x.rows.rows)+len(w.rows.rows) <= batchSize && !idsOverlap(x.rows.ids, w.rows.ids) {
+				x.rows.rows = append(x.rows.rows, w.rows.rows...)
+				x.rows.ids = append(x.rows.ids, w.rows.ids...)
+				x.touches = append(x.touches, w.touches...)
+				x.joined = true
+				return
+			}
+			if x.blocks(&w) {
+				break
+			}
+		}
+	}
+	p.queue = append(p.queue, w)
+}
+
+// sendable returns the write as it is sent: a joined write becomes the
+// statement of all its rows.
+func (w *queuedWrite) sendable() queuedWrite {
+	if !w.joined {
+		return *w
+	}
+	return w.rows.statement(w.rows.rows)
+}
+
+// insertWrite is the queued INSERT of rows into table, which other
+// inserts of the same columns may join. Rows whose first column is "id"
+// touch those ids; others (the count deltas) only add.
+func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedWrite {
+	query, args := insertStatement(s, table, columns, rows)
+	w := queuedWrite{what: "insert into " + table, query: query, args: args}
+	t := touch{table: table}
+	if columns[0] == "id" {
+		for _, r := range rows {
+			id, ok := r[0].(int64)
+			if !ok {
+				return w // an id of another type: blocks, joins nothing
+			}
+			t.ids = append(t.ids, id)
+		}
+	} else {
+		t.adds = true
+	}
+	w.touches = []touch{t}
+	w.rows = &rowsWrite{
+		kind: "insert " + table + " " + strings.Join(columns, ","),
+		ids:  t.ids,
+		statement: func(joined []any) queuedWrite {
+			all := make([][]any, len(joined))
+			for i, r := range joined {
+				all[i] = r.([]any) //nolint:forcetypeassert // rows below are []any
+			}
+			query, args := insertStatement(s, table, columns, all)
+			return queuedWrite{what: fmt.Sprintf("insert %d rows into %s", len(all), table), query: query, args: args}
+		},
+	}
+	for _, r := range rows {
+		w.rows.rows = append(w.rows.rows, r)
+	}
+	return w
+}
+
+// versionedRow is one row of a versioned update: its id, the version it
+// must have, and the new values of the columns in name order.
+type versionedRow struct {
+	id, expected int64
+	values       []any
+}
+
+// versionedWrite is the optimistic update of row id of table (a process
+// or activity instance) from version expected: the columns of set take
+// their values and the version goes up by one. It must change the row;
+// when it does not, the version moved on (ErrConflict) or the row does not
+// exist (ErrNotFound), which a second read tells apart. A plain statement
+// on the connection underneath gorm: it runs on every engine step, where
+// gorm's map handling cost more than the UPDATE itself. Columns in name
+// order, so the text is always the same. Other versioned updates of the
+// table and columns may join it.
+func versionedWrite(s *Store, table, what string, id, expected int64, set map[string]any) queuedWrite {
+	columns := slices.Sorted(maps.Keys(set))
+	row := versionedRow{id: id, expected: expected}
+	for _, col := range columns {
+		row.values = append(row.values, set[col])
+	}
+	w := versionedStatement(s, table, what, columns, []versionedRow{row})
+	w.touches = []touch{{table: table, ids: []int64{id}}}
+	w.rows = &rowsWrite{
+		kind: "update " + table + " " + strings.Join(columns, ","),
+		rows: []any{row},
+		ids:  []int64{id},
+		statement: func(joined []any) queuedWrite {
+			rows := make([]versionedRow, len(joined))
+			for i, r := range joined {
+				rows[i] = r.(versionedRow) //nolint:forcetypeassert // rows above are versionedRow
+			}
+			return versionedStatement(s, table, what, columns, rows)
+		},
+	}
+	return w
+}
+
+// versionedStatement is the UPDATE of rows of table, each from its
+// expected version: one row's is `… WHERE id = ? AND version = ?`;
+// several rows' columns take their values by id (CASE `id` WHEN … THEN
+// …), and their versions are checked the same way. It must change every
+// row; when it does not, failed reads the versions and names the first
+// row that had moved on or did not exist.
+func versionedStatement(s *Store, table, what string, columns []string, rows []versionedRow) queuedWrite {
+	var q strings.Builder
+	args := make([]any, 0, len(rows)*(2*len(columns)+3))
+	q.WriteString("UPDATE `" + table + "` SET ")
+	if len(rows) == 1 {
+		for c, col := range columns {
+			q.WriteString("`" + col + "` = ?, ")
+			args = append(args, rows[0].values[c])
+		}
+		q.WriteString("`version` = `version` + 1 WHERE `id` = ? AND `version` = ?")
+		args = append(args, rows[0].id, rows[0].expected)
+	} else {
+		byID := func(args []any, value func(versionedRow) any) []any {
+			q.WriteString("CASE `id`")
+			for _, r := range rows {
+				q.WriteString(" WHEN ? THEN ?")
+				args = append(args, r.id, value(r))
+			}
+			q.WriteString(" END")
+			return args
+		}
+		for c, col := range columns {
+			q.WriteString("`" + col + "` = ")
+			args = byID(args, func(r versionedRow) any { return r.values[c] })
+			q.WriteString(", ")
+		}
+		q.WriteString("`version` = `version` + 1 WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(rows)), ",") + ") AND `version` = ")
+		for _, r := range rows {
+			args = append(args, r.id)
+		}
+		args = byID(args, func(r versionedRow) any { return r.expected })
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.id
+	}
+	what1 := fmt.Sprintf("update %s %d", what, rows[0].id)
+	if len(rows) > 1 {
+		what1 = fmt.Sprintf("update %d %ss", len(rows), what)
+	}
+	return queuedWrite{
+		what:   what1,
+		query:  q.String(),
+		args:   args,
+		rowsOK: func(n int64) bool { return n == int64(len(rows)) },
+		failed: func(ctx context.Context) error {
+			var found []struct{ ID, Version int64 }
+			if err := s.db.WithContext(ctx).Table(table).Select("id, version").Where("id IN ?", ids).Scan(&found).Error; err != nil {
+				return wrap(err, "%s", what1)
+			}
+			for _, r := range rows {
+				i := slices.IndexFunc(found, func(f struct{ ID, Version int64 }) bool { return f.ID == r.id })
+				switch {
+				case i < 0:
+					return fmt.Errorf("update %s %d: %w", what, r.id, store.ErrNotFound)
+				case found[i].Version != r.expected+1 || len(rows) == 1:
+					// Moved on: not this update's version. (One row
+					// changed nothing: whatever it has, it moved on.)
+					return fmt.Errorf("update %s %d: expected version %d, found %d: %w", what, r.id, r.expected, found[i].Version, store.ErrConflict)
+				}
+			}
+			return fmt.Errorf("%s: %w", what1, store.ErrConflict)
+		},
+	}
+}
+
+// processedRow is one event of a processed mark and its time.
+type processedRow struct {
+	id int64
+	at time.Time
+}
+
+// markStatement is the UPDATE that marks events processed at their
+// times, as owner's when owner is not "".
+func markStatement(rows []processedRow, owner string) (string, []any) {
+	var q strings.Builder
+	args := make([]any, 0, 3*len(rows)+1)
+	q.WriteString("UPDATE `" + tableEvents + "` SET `processed_at` = ")
+	if sameTime(rows) {
+		q.WriteString("?")
+		args = append(args, dbTime(rows[0].at))
+	} else {
+		q.WriteString("CASE `id`")
+		for _, r := range rows {
+			q.WriteString(" WHEN ? THEN ?")
+			args = append(args, r.id, dbTime(r.at))
+		}
+		q.WriteString(" END")
+	}
+	q.WriteString(" WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(rows)), ",") + ") AND `processed_at` IS NULL")
+	for _, r := range rows {
+		args = append(args, r.id)
+	}
+	if owner != "" {
+		q.WriteString(" AND `claimed_by` = ?")
+		args = append(args, owner)
+	}
+	return q.String(), args
+}
+
+// sameTime reports whether every row has the first one's time.
+func sameTime(rows []processedRow) bool {
+	for _, r := range rows[1:] {
+		if !r.at.Equal(rows[0].at) {
+			return false
+		}
+	}
+	return true
+}
+
+// markWrite is the queued processed mark of events, which later marks
+// of the same owner may join. With an owner it must mark every event (the
+// claims are the owner's); otherwise a claim was lost (ErrLeaseLost).
+func markWrite(ids []int64, at time.Time, owner string) queuedWrite {
+	ids = slices.Sorted(maps.Keys(uniqueIDs(ids)))
+	rows := make([]processedRow, len(ids))
+	for i, id := range ids {
+		rows[i] = processedRow{id: id, at: at}
+	}
+	statement := func(rows []processedRow) queuedWrite {
+		query, args := markStatement(rows, owner)
+		w := queuedWrite{what: fmt.Sprintf("mark %d events processed", len(rows)), query: query, args: args}
+		if owner != "" {
+			claimed := int64(len(rows))
+			w.rowsOK = func(marked int64) bool { return marked >= claimed }
+			w.failed = func(context.Context) error {
+				ids := make([]int64, len(rows))
+				for i, r := range rows {
+					ids[i] = r.id
+				}
+				return fmt.Errorf("mark events %v processed for %q: %w", ids, owner, store.ErrLeaseLost)
+			}
+		}
+		return w
+	}
+	w := statement(rows)
+	w.touches = []touch{{table: tableEvents, ids: ids}}
+	w.rows = &rowsWrite{
+		kind: "processed " + owner,
+		ids:  ids,
+		statement: func(joined []any) queuedWrite {
+			all := make([]processedRow, len(joined))
+			for i, r := range joined {
+				all[i] = r.(processedRow) //nolint:forcetypeassert // rows below are processedRow
+			}
+			return statement(all)
+		},
+	}
+	for _, r := range rows {
+		w.rows.rows = append(w.rows.rows, r)
+	}
+	return w
+}

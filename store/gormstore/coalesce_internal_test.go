@@ -1,0 +1,115 @@
+package gormstore
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// The rules by which held writes join (coalesce.go), on a queue that is
+// never sent: what joins what, and what stays where it is.
+func TestHeldWritesJoin(t *testing.T) {
+	t.Parallel()
+	s := &Store{dialect: store.DialectMySQL}
+	at := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	history := func(ids ...int64) queuedWrite {
+		var rows [][]any
+		for _, id := range ids {
+			rows = append(rows, []any{id, "x"})
+		}
+		return insertWrite(s, tableHistory, []string{"id", "subject"}, rows)
+	}
+	instance := func(id, expected int64, state string) queuedWrite {
+		return versionedWrite(s, tableProcessInstances, "process instance", id, expected, map[string]any{"state": state, "updated_at": at})
+	}
+	mark := func(owner string, ids ...int64) queuedWrite { return markWrite(ids, at, owner) }
+	count := func(id int64) queuedWrite {
+		return queuedWrite{query: "INSERT … SELECT", touches: []touch{{table: tableInstanceCountDeltas, adds: true}, {table: tableProcessInstances, ids: []int64{id}}}}
+	}
+	deltas := func() queuedWrite {
+		return insertWrite(s, tableInstanceCountDeltas, []string{"definition_id", "n"}, [][]any{{int64(1), int64(1)}})
+	}
+	// kinds lists the queue: a write's kind and how many rows it has.
+	kinds := func(p *pipeline) []string {
+		var out []string
+		for _, w := range p.queue {
+			switch {
+			case w.rows == nil:
+				out = append(out, w.query)
+			default:
+				out = append(out, strings.Fields(w.rows.kind)[0]+" "+strings.Fields(w.rows.kind)[1]+" ×"+string(rune('0'+len(w.rows.rows))))
+			}
+		}
+		return out
+	}
+	enqueue := func(ws ...queuedWrite) *pipeline {
+		p := &pipeline{}
+		for _, w := range ws {
+			p.enqueue(w)
+		}
+		return p
+	}
+
+	t.Run("three members' steps make one write of each kind", func(t *testing.T) {
+		var ws []queuedWrite
+		for m := range int64(3) {
+			ws = append(ws, mark("node-1", 100+m), instance(m+1, 7, "Running"), history(10*m+1, 10*m+2))
+		}
+		p := enqueue(ws...)
+		require.Equal(t, []string{"processed node-1 ×3", "update goxpdl_process_instances ×3", "insert goxpdl_history ×6"}, kinds(p))
+		query, args, checked := p.take()
+		require.Equal(t, 5, strings.Count(query, ";")+1, "three writes and two row counts")
+		require.Equal(t, 2, strings.Count(query, "SELECT ROW_COUNT()"))
+		require.Len(t, checked, 2, "the update and the mark have their rows counted")
+		require.Contains(t, query, "CASE `id` WHEN ? THEN ?")
+		require.NotEmpty(t, args)
+		require.Empty(t, p.queue)
+	})
+	t.Run("a row updated twice is two statements in order", func(t *testing.T) {
+		p := enqueue(instance(1, 7, "Running"), instance(2, 3, "Running"), instance(1, 8, "Completed"))
+		require.Equal(t, []string{"update goxpdl_process_instances ×2", "update goxpdl_process_instances ×1"}, kinds(p))
+	})
+	t.Run("an update does not move back past a read of its row", func(t *testing.T) {
+		// The count of instance 1 reads its row as the first update
+		// left it: the second update of instance 2 may move back past
+		// it, one of instance 1 may not.
+		p := enqueue(instance(1, 7, "Running"), count(1), instance(2, 3, "Running"))
+		require.Equal(t, []string{"update goxpdl_process_instances ×2", "INSERT … SELECT"}, kinds(p))
+		p = enqueue(instance(2, 3, "Running"), count(1), instance(1, 8, "Completed"))
+		require.Equal(t, []string{"update goxpdl_process_instances ×1", "INSERT … SELECT", "update goxpdl_process_instances ×1"}, kinds(p))
+	})
+	t.Run("rows only added commute with each other", func(t *testing.T) {
+		p := enqueue(deltas(), count(1), deltas())
+		require.Equal(t, []string{"insert goxpdl_instance_count_deltas ×2", "INSERT … SELECT"}, kinds(p))
+	})
+	t.Run("a write that says nothing of what it touches blocks", func(t *testing.T) {
+		p := enqueue(history(1), queuedWrite{query: "opaque"}, history(2))
+		require.Equal(t, []string{"insert goxpdl_history ×1", "opaque", "insert goxpdl_history ×1"}, kinds(p))
+	})
+	t.Run("marks of different owners stay apart", func(t *testing.T) {
+		p := enqueue(mark("node-1", 1), mark("node-2", 2), mark("node-1", 3, 3))
+		require.Equal(t, []string{"processed node-1 ×2", "processed node-2 ×1"}, kinds(p))
+		w := p.queue[0].sendable()
+		require.True(t, w.rowsOK(2))
+		require.False(t, w.rowsOK(1), "each claimed event must be marked")
+	})
+	t.Run("an id of another type joins nothing", func(t *testing.T) {
+		odd := insertWrite(s, tableHistory, []string{"id", "subject"}, [][]any{{"1", "x"}})
+		p := enqueue(history(1), odd, history(2))
+		require.Len(t, p.queue, 3)
+		require.Nil(t, p.queue[1].rows, "it blocks")
+	})
+	t.Run("a joined write stays within batchSize rows", func(t *testing.T) {
+		var ws []queuedWrite
+		for id := range int64(batchSize + 1) {
+			ws = append(ws, history(id+1))
+		}
+		p := enqueue(ws...)
+		require.Len(t, p.queue, 2)
+		require.Len(t, p.queue[0].rows.rows, batchSize)
+	})
+}
