@@ -283,6 +283,10 @@ func (r *runner) startEngine() error {
 		NodeID:         "adversary",
 		RescueInterval: -1,
 		Location:       time.UTC,
+		// A condition's time limit is real time; the default second
+		// ran out under -race on a loaded machine, which the model
+		// cannot tell from a failing condition.
+		ConditionTimeout: time.Minute,
 	}
 	if r.cfg.Configure != nil {
 		r.cfg.Configure(&cfg)
