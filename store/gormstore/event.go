@@ -32,13 +32,9 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 		return nil, err
 	}
 	defer done()
-	ms, err := eventModels(events)
+	rows, out, err := eventRows(events)
 	if err != nil {
 		return nil, err
-	}
-	rows := make([][]any, len(ms))
-	for i, m := range ms {
-		rows[i] = append([]any{m.ID}, m.values()...)
 	}
 	// Sent at once, not queued on a pipelined transaction: a duplicate
 	// EventID is the caller's answer (ErrDuplicate), not a later one's.
@@ -51,10 +47,6 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 	}
 	if err := insertChunks(ctx, s, tableEvents, eventColumnsWithID, rows, insert); err != nil {
 		return nil, wrap(err, "insert %d events", len(events))
-	}
-	out := make([]store.Event, len(ms))
-	for i := range ms {
-		out[i] = ms[i].row()
 	}
 	return out, nil
 }
@@ -71,15 +63,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store
 		return nil, err
 	}
 	defer done()
-	ms, err := eventModels(events)
+	rows, out, err := eventRows(events)
 	if err != nil {
 		return nil, err
-	}
-	rows := make([][]any, len(ms))
-	out := make([]store.Event, len(ms))
-	for i, m := range ms {
-		rows[i] = append([]any{m.ID}, m.values()...)
-		out[i] = m.row()
 	}
 	if err := s.write(ctx, insertWrite(s, tableEvents, eventColumnsWithID, rows)); err != nil {
 		return nil, wrap(err, "insert %d events", len(events))
@@ -87,7 +73,23 @@ func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store
 	return out, nil
 }
 
-// eventModels checks events and returns their rows.
+// eventRows checks events and returns their rows (values in the order
+// of eventColumnsWithID) and the events as they will be stored.
+func eventRows(events []store.Event) (rows [][]any, stored []store.Event, err error) {
+	ms, err := eventModels(events)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows = make([][]any, len(ms))
+	stored = make([]store.Event, len(ms))
+	for i, m := range ms {
+		rows[i] = append([]any{m.ID}, m.values()...)
+		stored[i] = m.row()
+	}
+	return rows, stored, nil
+}
+
+// eventModels checks events and returns their models.
 func eventModels(events []store.Event) ([]eventModel, error) {
 	ms := make([]eventModel, len(events))
 	for i, e := range events {
