@@ -37,12 +37,12 @@ func TestHeldWritesJoin(t *testing.T) {
 	kinds := func(p *pipeline) []string {
 		var out []string
 		for _, w := range p.queue {
-			switch {
-			case w.rows == nil:
+			if w.rows == nil {
 				out = append(out, w.query)
-			default:
-				out = append(out, strings.Fields(w.rows.kind)[0]+" "+strings.Fields(w.rows.kind)[1]+" ×"+string(rune('0'+len(w.rows.rows))))
+				continue
 			}
+			kind := strings.Fields(w.rows.kind)
+			out = append(out, kind[0]+" "+kind[1]+" ×"+string(rune('0'+len(w.rows.rows))))
 		}
 		return out
 	}
@@ -55,6 +55,7 @@ func TestHeldWritesJoin(t *testing.T) {
 	}
 
 	t.Run("three members' steps make one write of each kind", func(t *testing.T) {
+		t.Parallel()
 		var ws []queuedWrite
 		for m := range int64(3) {
 			ws = append(ws, mark("node-1", 100+m), instance(m+1, 7, "Running"), history(10*m+1, 10*m+2))
@@ -70,10 +71,12 @@ func TestHeldWritesJoin(t *testing.T) {
 		require.Empty(t, p.queue)
 	})
 	t.Run("a row updated twice is two statements in order", func(t *testing.T) {
+		t.Parallel()
 		p := enqueue(instance(1, 7, "Running"), instance(2, 3, "Running"), instance(1, 8, "Completed"))
 		require.Equal(t, []string{"update goxpdl_process_instances ×2", "update goxpdl_process_instances ×1"}, kinds(p))
 	})
 	t.Run("an update does not move back past a read of its row", func(t *testing.T) {
+		t.Parallel()
 		// The count of instance 1 reads its row as the first update
 		// left it: the second update of instance 2 may move back past
 		// it, one of instance 1 may not.
@@ -83,14 +86,17 @@ func TestHeldWritesJoin(t *testing.T) {
 		require.Equal(t, []string{"update goxpdl_process_instances ×1", "INSERT … SELECT", "update goxpdl_process_instances ×1"}, kinds(p))
 	})
 	t.Run("rows only added commute with each other", func(t *testing.T) {
+		t.Parallel()
 		p := enqueue(deltas(), count(1), deltas())
 		require.Equal(t, []string{"insert goxpdl_instance_count_deltas ×2", "INSERT … SELECT"}, kinds(p))
 	})
 	t.Run("a write that says nothing of what it touches blocks", func(t *testing.T) {
+		t.Parallel()
 		p := enqueue(history(1), queuedWrite{query: "opaque"}, history(2))
 		require.Equal(t, []string{"insert goxpdl_history ×1", "opaque", "insert goxpdl_history ×1"}, kinds(p))
 	})
 	t.Run("marks of different owners stay apart", func(t *testing.T) {
+		t.Parallel()
 		p := enqueue(mark("node-1", 1), mark("node-2", 2), mark("node-1", 3, 3))
 		require.Equal(t, []string{"processed node-1 ×2", "processed node-2 ×1"}, kinds(p))
 		w := p.queue[0].sendable()
@@ -98,12 +104,14 @@ func TestHeldWritesJoin(t *testing.T) {
 		require.False(t, w.rowsOK(1), "each claimed event must be marked")
 	})
 	t.Run("an id of another type joins nothing", func(t *testing.T) {
+		t.Parallel()
 		odd := insertWrite(s, tableHistory, []string{"id", "subject"}, [][]any{{"1", "x"}})
 		p := enqueue(history(1), odd, history(2))
 		require.Len(t, p.queue, 3)
 		require.Nil(t, p.queue[1].rows, "it blocks")
 	})
 	t.Run("a joined write stays within batchSize rows", func(t *testing.T) {
+		t.Parallel()
 		var ws []queuedWrite
 		for id := range int64(batchSize + 1) {
 			ws = append(ws, history(id+1))

@@ -210,7 +210,7 @@ func TestHeldWritesJoinOnMySQL(t *testing.T) {
 	statements := func(db *gorm.DB) map[string]int64 {
 		rows, err := db.Raw("SHOW SESSION STATUS WHERE Variable_name IN ('Com_insert', 'Com_update')").Rows()
 		require.NoError(t, err)
-		defer rows.Close()
+		defer func() { require.NoError(t, rows.Close()) }()
 		out := map[string]int64{}
 		for rows.Next() {
 			var name string
