@@ -262,6 +262,20 @@ type Config struct {
 	// by a node that stopped); default a second. Negative: this node
 	// runs no batches.
 	BatchPollInterval time.Duration
+	// ChainSteps is how many events of its own instance a step may
+	// process after its own in its database transaction: when a step
+	// sends its instance an event due at once (the next activity of a
+	// sequence, an instance's first activities), that event is processed
+	// right away, in a savepoint of the same transaction, instead of
+	// after the commit in a transaction of its own (engine/chain.go). A
+	// sequence of automatic activities then costs one commit rather than
+	// one each, and nothing else changes: each step is still a run of
+	// its own, with its own history, records and observations, a step
+	// that fails is rolled back alone and handled as if it had run on its
+	// own, and the steps before it commit. A chain yields to process
+	// control waiting for the database. Zero takes DefaultChainSteps;
+	// negative turns chains off (every step commits on its own).
+	ChainSteps int
 	// Retention deletes finished instances some time after they ended,
 	// on a schedule (engine/retention.go, docs/operations.md); the zero
 	// value keeps them forever.
@@ -353,6 +367,13 @@ type Engine struct {
 	runStop context.CancelFunc
 
 	conflicts atomic.Uint64
+	// chainSteps is Config.ChainSteps resolved (0: no chains);
+	// chainedSteps counts the events chains processed, and maybeCalled
+	// holds the events whose chained step failed after calling an
+	// application (chain.go).
+	chainSteps   int
+	chainedSteps atomic.Uint64
+	maybeCalled  calledSet
 
 	commits *groupCommitter
 	// ids makes the IDs of the rows the engine writes (package idgen).
@@ -495,6 +516,12 @@ func New(cfg Config) (*Engine, error) {
 		lanes = mysqlCommitLanes // MySQL/MariaDB and PostgreSQL: row locks
 	}
 	e.commits = newGroupCommitter(st, lanes, maxCommitGroup, cfg.Clock, cfg.Logger)
+	switch {
+	case cfg.ChainSteps == 0:
+		e.chainSteps = DefaultChainSteps
+	case cfg.ChainSteps > 0:
+		e.chainSteps = cfg.ChainSteps
+	}
 	if e.observer != nil {
 		e.commits.observe = func(o GroupCommitted) { e.observe(func(obs Observer) { obs.GroupCommitted(o) }) }
 	}
@@ -746,6 +773,10 @@ type Stats struct {
 	// Commits holds how the engine's own transactions shared database
 	// transactions (group commit).
 	Commits CommitStats
+	// Chained counts the events processed in the transaction of the step
+	// that sent them (Config.ChainSteps); the scheduler's EventsProcessed
+	// does not count them.
+	Chained uint64
 	// Purged counts the process instances retention and Purge deleted
 	// (subflow instances included; PurgeTx's are not counted, since the
 	// engine does not see whether the host commits).
@@ -769,7 +800,7 @@ type CommitStats struct {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	return Stats{Scheduler: e.sched.Stats(), Bus: e.bus.Stats(), Timers: e.timers.Stats(), Conflicts: e.conflicts.Load(),
-		Commits: e.commits.stats(), Purged: e.retention.purged.Load(), Publish: e.publisher.stats()}
+		Commits: e.commits.stats(), Chained: e.chainedSteps.Load(), Purged: e.retention.purged.Load(), Publish: e.publisher.stats()}
 }
 
 // Store returns the engine's store, for tools that read the engine's

@@ -66,8 +66,31 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 	// The rows this step writes sort after the event that caused it, even
 	// when the node that published it runs its clock ahead of this one's.
 	e.ids.Observe(ev.ID)
-	err := e.transactAs(ctx, nil, "engine", ev.Critical, func(r *run) (*run, error) {
+	err := e.transactChain(ctx, nil, "engine", ev.Critical, true, e.eventBody(ev, p))
+	if errors.Is(err, store.ErrLeaseLost) {
+		// Another node has the event now, or processed it already (a
+		// second delivery): it is theirs.
+		e.log.Debug("dropping an event this node no longer holds", "event", ev.ID, "kind", ev.Kind)
+		return EventDropped, nil
+	}
+	if err != nil {
+		// Try again after a backoff, on this node or another; the
+		// transaction rolled back, so the retry starts from the same
+		// state (an application call is repeated with the same key).
+		return EventRetried, e.retryLater(ctx, ev, err)
+	}
+	return EventDone, nil
+}
+
+// eventBody is the work of processing ev, whose payload is p: on its
+// own (process) or in the transaction of the step that sent it (chain).
+func (e *Engine) eventBody(ev store.Event, p payload) body {
+	return func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
+		if e.maybeCalled.take(ev.ID) {
+			// A chained step of ev failed after calling an application.
+			r.rerun = true
+		}
 		r.attempt = ev.CallFailures + 1 // the calls that failed before, and this one
 		// The mark is the fence of this node's claim on the event
 		// (flushProcessed): it is written first at flush, whatever else
@@ -107,20 +130,7 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 			e.log.Warn("ignoring an event of unknown kind", "event", ev.ID, "kind", ev.Kind)
 			return r, nil
 		}
-	})
-	if errors.Is(err, store.ErrLeaseLost) {
-		// Another node has the event now, or processed it already (a
-		// second delivery): it is theirs.
-		e.log.Debug("dropping an event this node no longer holds", "event", ev.ID, "kind", ev.Kind)
-		return EventDropped, nil
 	}
-	if err != nil {
-		// Try again after a backoff, on this node or another; the
-		// transaction rolled back, so the retry starts from the same
-		// state (an application call is repeated with the same key).
-		return EventRetried, e.retryLater(ctx, ev, err)
-	}
-	return EventDone, nil
 }
 
 // retryDelay is the backoff before the next attempt of an event that
@@ -164,6 +174,16 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 // suspend, resume, terminate, deadlines, recovery), which takes the group
 // committer's critical lane, or a normal one.
 func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn body) error {
+	return e.transactChain(ctx, hostTx, actor, critical, false, fn)
+}
+
+// transactChain is transactAs, and when chain is set (an event's step,
+// in the engine's own transaction) the events the run sends its own
+// instance are processed in the same transaction (chain.go).
+func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor string, critical, chain bool, fn body) error {
+	chain = chain && hostTx == nil && !critical && e.chainSteps > 0
+	var links []*chainLink
+	prior := map[int64]*chainLink{} // the links of earlier attempts, by event
 	doomed := map[string]failure{}
 	actIDs := map[string]int64{}
 	bodies := 0 // runs of the body, across attempts and group-commit replays
@@ -181,6 +201,10 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 		var r *run
 		body := func(ctx context.Context, tx store.Tx) error {
 			bodies++
+			for _, l := range links {
+				prior[l.ev.ID] = l
+			}
+			links = nil
 			r = e.newRun(ctx, tx, actor)
 			r.calls = &calls
 			r.doomed, r.actIDs = doomed, actIDs
@@ -208,7 +232,11 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			if r.pi.ID == 0 {
 				return r.flushDetached(hostTx != nil)
 			}
-			return r.flush(hostTx != nil)
+			if err := r.flush(hostTx != nil); err != nil || !chain {
+				return err
+			}
+			links, err = e.chain(ctx, tx, r, &calls, prior)
+			return err
 		}
 		var err error
 		if hostTx != nil {
@@ -242,6 +270,12 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 				// (a connection lost during COMMIT), they are in the
 				// outbox and must not wait out their lease.
 				e.bus.Abandon(ctx, r.published)
+				for _, l := range links {
+					if l.r != nil {
+						e.forget(l.r)
+						e.bus.Abandon(ctx, l.r.published)
+					}
+				}
 			}
 			return err
 		}
@@ -255,7 +289,12 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			// the order things happened to an instance).
 			e.publish(r.records)
 			e.deliver(r.observed)
-			e.bus.Dispatch(r.published)
+			if len(links) == 0 {
+				e.bus.Dispatch(r.published)
+			} else {
+				e.bus.Dispatch(unchained(r.published, links))
+				e.chained(ctx, links, e.bus.Dispatch)
+			}
 		} else {
 			e.bus.Nudge()
 			e.publisher.nudge()

@@ -369,6 +369,10 @@ type EventProcessed struct {
 	// application calls in it and its commit.
 	Duration time.Duration
 	Result   EventResult
+	// Chained says the event was processed in the transaction of the
+	// step that sent it (Config.ChainSteps): Duration is then its own
+	// part of that transaction, without the commit.
+	Chained bool
 }
 
 // CallResult is how an application call ended.

@@ -120,6 +120,10 @@ type run struct {
 	// observed are the observations for Config.Observer, handed over
 	// once the run's transaction committed (nil without an observer).
 	observed []func(Observer)
+	// preloaded, when set, is the instance a chained step (chain.go)
+	// starts from: as the step before it left it, in this transaction,
+	// which the engine's cache of committed instances does not hold yet.
+	preloaded *snapshot
 	// calls collects the application calls of every attempt of the
 	// transaction (transactAs), observed whether or not it commits; nil
 	// outside transactAs, where calls are observed as they return.
@@ -226,7 +230,12 @@ func (r *run) loadCached(id int64) error { return r.loadFrom(id, true) }
 func (r *run) loadFrom(id int64, useCache bool) error {
 	var snap snapshot
 	cached := false
-	if useCache {
+	switch {
+	case r.preloaded != nil && r.preloaded.pi.ID == id:
+		// A chained step (chain.go): the instance as the step before it
+		// left it, in this transaction.
+		snap, cached = *r.preloaded, true
+	case useCache:
 		snap, cached = r.e.instances.get(id)
 	}
 	if !cached {

@@ -264,6 +264,20 @@ func (s *Scheduler) Deliver(events []store.Event) {
 	}
 }
 
+// Queued returns how many events of the process instance wait in its
+// mailbox, not counting the one being handled. The engine asks before it
+// processes an event of an instance in the transaction of the step that
+// sent it (a chain): only when nothing else waits, so that events are
+// still handled in the order a mailbox would have handed them out.
+func (s *Scheduler) Queued(instance int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mb := s.mailboxes[instance]; mb != nil {
+		return len(mb.events)
+	}
+	return 0
+}
+
 // deliverLocked queues an event of a process instance in its mailbox.
 func (s *Scheduler) deliverLocked(ev store.Event) {
 	mb := s.mailboxes[ev.ProcessInstanceID]

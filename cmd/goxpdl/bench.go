@@ -89,8 +89,10 @@ Figures (JSON field names; the text lines use the same names):
 	activities_per_s    activities per second
 	commits_per_instance  engine transactions per instance: the
 	                    StartProcess calls plus the events the engine
-	                    processed (each event is processed in one
-	                    transaction), divided by the instances. A retried
+	                    processed (each event is processed in one engine
+	                    transaction, on its own or chained into the
+	                    transaction of the step that sent it), divided by
+	                    the instances. A retried
 	                    event counts once; events_failed and conflicts show
 	                    the retries.
 	db_transactions_per_instance  database transactions that carried
@@ -98,6 +100,8 @@ Figures (JSON field names; the text lines use the same names):
 	                    arrive together share one (group commit), so this
 	                    is below commits_per_instance under load
 	events_processed, events_failed, conflicts  the engine's counters
+	events_chained      of events_processed, those processed in the
+	                    transaction of the step that sent them
 	p50_ms, p99_ms      latency of one instance, from its StartProcess
 	                    call to its completion. The clients start
 	                    instances as fast as the engine takes them, so
@@ -112,6 +116,8 @@ Diagnostics (not part of the stable interface):
 
 	--cpuprofile FILE   write a CPU profile of the workload (not of the
 	                    baseline) for "go tool pprof"
+	--chain-steps N     the engine's Config.ChainSteps (default: the
+	                    engine's, 16; -1: every step commits on its own)
 
 Exit status:
 
@@ -150,6 +156,7 @@ type benchOptions struct {
 	instances, concurrency int
 	baseline, json         bool
 	cpuProfile             string
+	chainSteps             int
 }
 
 func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -166,6 +173,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.baseline, "baseline", false, "measure raw commits/s first")
 	fs.BoolVar(&opts.json, "json", false, "print JSON")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile")
+	fs.IntVar(&opts.chainSteps, "chain-steps", 0, "engine.Config.ChainSteps")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOut(stdout, stderr, benchUsage, exitOK)
@@ -283,6 +291,7 @@ type benchReport struct {
 	CommitsPerInstance          float64  `json:"commits_per_instance"`
 	DBTransactionsPerInstance   float64  `json:"db_transactions_per_instance"`
 	EventsProcessed             uint64   `json:"events_processed"`
+	EventsChained               uint64   `json:"events_chained"`
 	EventsFailed                uint64   `json:"events_failed"`
 	Conflicts                   uint64   `json:"conflicts"`
 	P50Ms                       float64  `json:"p50_ms"`
@@ -320,6 +329,7 @@ func (r benchReport) text() string {
 	line("commits_per_instance", r.CommitsPerInstance)
 	line("db_transactions_per_instance", r.DBTransactionsPerInstance)
 	line("events_processed", r.EventsProcessed)
+	line("events_chained", r.EventsChained)
 	line("events_failed", r.EventsFailed)
 	line("conflicts", r.Conflicts)
 	line("p50_ms", r.P50Ms)
@@ -420,6 +430,7 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 	e, err := engine.New(engine.Config{
 		DB:                      db,
 		NoOpUnboundApplications: true,
+		ChainSteps:              opts.chainSteps,
 		NormalWorkers:           opts.concurrency,
 		CriticalWorkers:         opts.concurrency,
 		Logger:                  slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -537,7 +548,8 @@ func (r *benchReport) fill(res benchResult, elapsed time.Duration, after, before
 	r.Failed = r.Instances - r.Completed
 	r.Seconds = round(secs, 3)
 	r.Activities = res.activities
-	r.EventsProcessed = after.Scheduler.EventsProcessed - before.Scheduler.EventsProcessed
+	r.EventsChained = after.Chained - before.Chained
+	r.EventsProcessed = after.Scheduler.EventsProcessed - before.Scheduler.EventsProcessed + r.EventsChained
 	r.EventsFailed = after.Scheduler.EventsFailed - before.Scheduler.EventsFailed
 	r.Conflicts = after.Conflicts - before.Conflicts
 	r.CommitsPerInstance = round(float64(uint64(r.Instances)+r.EventsProcessed)/float64(r.Instances), 2)

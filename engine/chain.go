@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/goxpdl/goxpdl/store"
+)
+
+// DefaultChainSteps is Config.ChainSteps's default.
+const DefaultChainSteps = 16
+
+// A chain (Config.ChainSteps) processes the events a step sends its own
+// instance, due at once, in the step's database transaction instead of
+// after its commit: the next activity of a sequence starts in the same
+// transaction as the one before it completed. The events are still
+// written and marked processed, each step is still a run of its own with
+// its own history, records and observations, and each runs in a
+// savepoint, so a step that fails is rolled back alone and the steps
+// before it commit: what a chain changes is how many commits (a disk
+// flush each) and how many dispatches an instance's automatic steps cost,
+// not what any step does. A commit that fails takes the whole chain with
+// it, as it would take a group (groupcommit.go), and every step runs
+// again.
+//
+// A chained step that fails leaves its event to be handled as if it had
+// been processed on its own and failed: an application's failure is
+// retried after the policy's backoff (retryLater), a conflict goes back
+// to the scheduler. Either way the event's next run knows that an
+// earlier attempt may have called applications (maybeCalled), so an
+// application declared Retryable=false is not called twice.
+
+// chainLink is one event a chain processed, or tried to.
+type chainLink struct {
+	ev store.Event
+	// r is the run that processed ev; nil when ev was not processed.
+	r *run
+	// err is why ev's step failed: the event is retried after the
+	// commit (retryLater) when it is not a conflict.
+	err     error
+	took    time.Duration
+	doomed  map[string]failure
+	actIDs  map[string]int64
+	calling bool // the failed step called an application
+}
+
+// chainable reports whether ev, sent by a run of instance pi, may be
+// processed in the sending run's transaction: a normal event of the same
+// instance that this node claimed at once (due now) and that starts work
+// rather than ending it.
+func (e *Engine) chainable(pi int64, ev store.Event) bool {
+	return ev.ProcessInstanceID == pi && !ev.Critical && ev.ClaimedBy == e.owner && ev.ClaimedUntil != nil &&
+		(ev.Kind == evActivityStart || ev.Kind == evSchedule)
+}
+
+// chain processes, after first's flush in the same transaction, the
+// events first sent its instance and those the chained steps send in
+// turn, oldest first, at most Config.ChainSteps, each in a savepoint. It
+// stops at a step that fails and when a critical request waits for the
+// transaction's lane. It returns the links it made; an error only when a
+// savepoint itself failed, which fails the transaction.
+func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]ApplicationCalled, prior map[int64]*chainLink) ([]*chainLink, error) {
+	if e.chainSteps <= 0 || first.pi.ID == 0 || first.state().IsFinal() {
+		return nil, nil
+	}
+	lane, _ := ctx.Value(laneKey{}).(*commitLane)
+	var queue []store.Event
+	take := func(r *run) {
+		for _, ev := range r.published {
+			if e.chainable(r.pi.ID, ev) {
+				queue = append(queue, ev)
+			}
+		}
+	}
+	take(first)
+	cur := first.snapshot()
+	var links []*chainLink
+	for len(queue) > 0 && len(links) < e.chainSteps {
+		if lane != nil && lane.critical.Load() > 0 {
+			break // process control waits for this transaction's lane
+		}
+		if e.sched.Queued(first.pi.ID) > 0 {
+			// Another event of the instance waits: it comes first, as
+			// its mailbox would hand it out before these.
+			break
+		}
+		ev := queue[0]
+		queue = queue[1:]
+		link := &chainLink{ev: ev, doomed: map[string]failure{}, actIDs: map[string]int64{}}
+		if p := prior[ev.ID]; p != nil {
+			// The transaction runs again (a group replayed, a conflict):
+			// the step keeps what it learnt, and the IDs it gave.
+			link.doomed, link.actIDs = p.doomed, p.actIDs
+		}
+		links = append(links, link)
+		var p payload
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			link.err = err // process drops it
+			break
+		}
+		began := e.clock.Now()
+		for attempt := 0; ; attempt++ {
+			var r *run
+			before := len(*calls)
+			failed, err := tx.Savepoint(ctx, func(ctx context.Context, tx store.Tx) error {
+				r = e.newRun(ctx, tx, "engine")
+				r.calls = calls
+				r.doomed, r.actIDs = link.doomed, link.actIDs
+				r.rerun = attempt > 0
+				r.preloaded = &cur
+				w, err := e.eventBody(ev, p)(r)
+				if err != nil {
+					return err
+				}
+				if w == nil {
+					return r.flushProcessed()
+				}
+				if err := w.drain(); err != nil {
+					return err
+				}
+				r = w
+				return r.flush(false)
+			})
+			if err != nil {
+				return links, err
+			}
+			if failed == nil {
+				link.r, link.took = r, e.clock.Now().Sub(began)
+				break
+			}
+			if rb, ok := errors.AsType[*rolledBack](failed); ok && attempt < maxConflictRetries {
+				if _, seen := link.doomed[rb.key]; !seen {
+					link.doomed[rb.key] = rb.failure
+					continue
+				}
+			}
+			link.err, link.calling = failed, len(*calls) > before || attempt > 0
+			break
+		}
+		if link.r == nil {
+			break
+		}
+		e.ids.Observe(ev.ID)
+		if link.r.pi.ID != cur.pi.ID {
+			break // the step wrote no instance (nothing to do): stop here
+		}
+		cur = link.r.snapshot()
+		if link.r.state().IsFinal() {
+			break
+		}
+		take(link.r)
+	}
+	return links, nil
+}
+
+// chained is what transactAs does once a transaction with a chain
+// committed: each step's run is remembered, its records published, its
+// observations delivered, its events dispatched (but those the chain
+// processed), and a step that failed has its event handled as process
+// would have.
+func (e *Engine) chained(ctx context.Context, links []*chainLink, dispatch func([]store.Event)) {
+	for _, l := range links {
+		switch {
+		case l.r != nil:
+			e.chainedSteps.Add(1)
+			r := l.r
+			if !r.nextDue.IsZero() {
+				e.timers.Armed(r.nextDue)
+			}
+			e.remember(r)
+			e.publish(r.records)
+			e.deliver(r.observed)
+			e.observeChained(ctx, l, EventDone, nil)
+			dispatch(unchained(r.published, links))
+		case errors.Is(l.err, store.ErrConflict):
+			if l.calling {
+				e.maybeCalled.Store(l.ev.ID, true)
+			}
+			dispatch([]store.Event{l.ev})
+		default:
+			e.observeChained(ctx, l, EventRetried, l.err)
+			if err := e.retryLater(ctx, l.ev, l.err); err != nil {
+				e.log.Debug("a chained step failed; its event is retried", "event", l.ev.ID, "kind", l.ev.Kind, "err", err)
+			}
+		}
+	}
+}
+
+// observeChained reports a chained step to the observer and the tracer,
+// as handle reports a step of its own.
+func (e *Engine) observeChained(ctx context.Context, l *chainLink, result EventResult, err error) {
+	if e.tracer != nil {
+		_, span := e.startStep(ctx, l.ev)
+		endStep(span, result, err)
+	}
+	if e.observer == nil {
+		return
+	}
+	o := EventProcessed{Kind: l.ev.Kind, Instance: l.ev.ProcessInstanceID, Attempt: 1, Duration: l.took, Result: result, Chained: true}
+	e.observe(func(obs Observer) { obs.EventProcessed(o) })
+}
+
+// calledSet remembers the events whose chained step failed after calling
+// an application, for the run that handles them next (run.rerun).
+type calledSet struct{ sync.Map }
+
+// take reports whether id is in the set and removes it.
+func (c *calledSet) take(id int64) bool {
+	_, ok := c.LoadAndDelete(id)
+	return ok
+}
+
+// unchained returns the events of evs that no link of a chain processed
+// (those it tried and failed are handled by chained).
+func unchained(evs []store.Event, links []*chainLink) []store.Event {
+	out := evs[:0:0]
+	for _, ev := range evs {
+		if !slices.ContainsFunc(links, func(l *chainLink) bool { return l.ev.ID == ev.ID }) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}

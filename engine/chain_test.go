@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/goxpdl/goxpdl/engine"
+	"github.com/goxpdl/goxpdl/store/dbtest"
+	"github.com/goxpdl/goxpdl/wftype"
+	"github.com/goxpdl/goxpdl/xpdl/xpdltest"
+)
+
+// seqToolPackage is a sequence of n automatic activities S1 ... Sn, each a
+// call of the application "risky".
+func seqToolPackage(id string, n int) string {
+	var acts, trans strings.Builder
+	for i := 1; i <= n; i++ {
+		acts.WriteString(tool(fmt.Sprintf("S%d", i), "risky"))
+		if i > 1 {
+			trans.WriteString(xpdltest.Transition(fmt.Sprintf("t%d", i), fmt.Sprintf("S%d>S%d", i-1, i)))
+		}
+	}
+	return toolPackage(id, acts.String(), trans.String())
+}
+
+// chainRig runs seqToolPackage's sequence on an engine with chainSteps,
+// with an application that writes a business row per call in the step's
+// transaction and fails once at the activity named failAt (none when
+// empty).
+type chainRig struct {
+	h     *harness
+	mu    sync.Mutex
+	calls []string // the activities called, in order
+}
+
+func newChainRig(t *testing.T, db *gorm.DB, table string, chainSteps int, failAt string) *chainRig {
+	t.Helper()
+	require.NoError(t, db.Exec("CREATE TABLE "+table+" (k VARCHAR(64) NOT NULL)").Error)
+	rig := &chainRig{h: newHarness(t, db, func(c *engine.Config) { c.ChainSteps = chainSteps })}
+	failed := false
+	rig.h.e.RegisterApplication("risky", func(_ context.Context, c *engine.Call) (map[string]any, error) {
+		rig.mu.Lock()
+		rig.calls = append(rig.calls, c.ActivityID)
+		fail := c.ActivityID == failAt && !failed
+		failed = failed || fail
+		rig.mu.Unlock()
+		if err := c.Tx.Exec("INSERT INTO "+table+" (k) VALUES (?)", c.ActivityID).Error; err != nil {
+			return nil, err
+		}
+		if fail {
+			return nil, engine.Retryable(errors.New("not yet"))
+		}
+		return nil, nil
+	})
+	rig.h.start()
+	return rig
+}
+
+// run starts the sequence and waits for it to complete; it returns the
+// activities' history (activity, state) and the business rows committed.
+func (rig *chainRig) run(t *testing.T, pkg, table string) (history, rows []string) {
+	t.Helper()
+	rig.h.deploy(seqToolPackage(pkg, 10))
+	id := rig.h.startProcess(pkg, "", nil)
+	rig.h.requireState(id, wftype.ProcessCompleted)
+	for _, h := range rig.h.history(id) {
+		if h.Activity != "" {
+			history = append(history, h.Activity+" "+h.From+">"+h.To)
+		}
+	}
+	require.NoError(t, rig.h.db.Raw("SELECT k FROM "+table+" ORDER BY k").Scan(&rows).Error)
+	return history, rows
+}
+
+// eachDBTwice is dbtest.Each with two fresh databases of each kind: an
+// engine with chains and one without must not share one (each would
+// take the other's events, as two nodes do).
+func eachDBTwice(t *testing.T, fn func(t *testing.T, on, off *gorm.DB)) {
+	t.Helper()
+	for _, d := range dbtest.Dialects {
+		t.Run(d.Name, func(t *testing.T) {
+			fn(t, d.Open(t), d.Open(t))
+		})
+	}
+}
+
+func TestChainRunsASequenceInFewerCommits(t *testing.T) {
+	t.Parallel()
+	eachDBTwice(t, func(t *testing.T, dbOn, dbOff *gorm.DB) {
+		chained := newChainRig(t, dbOn, "chain_on", 0, "")
+		history, rows := chained.run(t, "chainon", "chain_on")
+		alone := newChainRig(t, dbOff, "chain_off", -1, "")
+		wantHistory, wantRows := alone.run(t, "chainoff", "chain_off")
+
+		require.Equal(t, wantHistory, history, "the same steps, in the same order, with or without chains")
+		require.Equal(t, wantRows, rows)
+		require.Equal(t, alone.calls, chained.calls)
+		require.Len(t, rows, 10)
+
+		on, off := chained.h.e.Stats(), alone.h.e.Stats()
+		require.Zero(t, off.Chained)
+		// The instance's first step (process control, which does not
+		// chain) sends S1's event; S1's step chains the other nine.
+		require.Equal(t, uint64(9), on.Chained, "S2 ... S10 ran in the transaction of S1's step")
+		require.Less(t, on.Commits.Transactions, off.Commits.Transactions)
+	})
+}
+
+func TestChainedStepThatFailsIsRetriedAlone(t *testing.T) {
+	t.Parallel()
+	eachDBTwice(t, func(t *testing.T, dbOn, dbOff *gorm.DB) {
+		chained := newChainRig(t, dbOn, "chainfail_on", 0, "S5")
+		history, rows := chained.run(t, "chainfailon", "chainfail_on")
+		alone := newChainRig(t, dbOff, "chainfail_off", -1, "S5")
+		wantHistory, wantRows := alone.run(t, "chainfailoff", "chainfail_off")
+
+		// S5 is called twice either way (the failure, then the retry
+		// after the policy's backoff); the steps before it once: they
+		// committed, the failure rolled back S5's step alone.
+		want := []string{"S1", "S2", "S3", "S4", "S5", "S5", "S6", "S7", "S8", "S9", "S10"}
+		require.Equal(t, want, alone.calls)
+		require.Equal(t, want, chained.calls)
+		require.Equal(t, wantHistory, history)
+		require.Equal(t, wantRows, rows, "the failed call's business row rolled back with its step")
+		require.Len(t, rows, 10)
+		require.Positive(t, chained.h.e.Stats().Chained)
+	})
+}
