@@ -42,6 +42,7 @@ type chainLink struct {
 	// err is why ev's step failed: the event is retried after the
 	// commit (retryLater) when it is not a conflict.
 	err     error
+	began   time.Time
 	took    time.Duration
 	doomed  map[string]failure
 	actIDs  map[string]int64
@@ -102,7 +103,7 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 			link.err = err // process drops it
 			break
 		}
-		began := e.clock.Now()
+		link.began = e.clock.Now()
 		for attempt := 0; ; attempt++ {
 			var r *run
 			before := len(*calls)
@@ -129,7 +130,7 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 				return links, err
 			}
 			if failed == nil {
-				link.r, link.took = r, e.clock.Now().Sub(began)
+				link.r, link.took = r, e.clock.Now().Sub(link.began)
 				break
 			}
 			if rb, ok := errors.AsType[*rolledBack](failed); ok && attempt < maxConflictRetries {
@@ -201,6 +202,13 @@ func (e *Engine) observeChained(ctx context.Context, l *chainLink, result EventR
 		return
 	}
 	o := EventProcessed{Kind: l.ev.Kind, Instance: l.ev.ProcessInstanceID, Attempt: 1, Duration: l.took, Result: result, Chained: true}
+	ready := l.ev.CreatedAt
+	if l.ev.AvailableAt.After(ready) {
+		ready = l.ev.AvailableAt
+	}
+	if !ready.IsZero() && !l.began.IsZero() {
+		o.Lag = max(l.began.Sub(ready), 0)
+	}
 	e.observe(func(obs Observer) { obs.EventProcessed(o) })
 }
 
