@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +92,53 @@ func TestMedian(t *testing.T) {
 	require.InDelta(t, 2.0, median([]float64{3, 1, 2}), 0)
 	require.InDelta(t, 2.5, median([]float64{4, 1, 2, 3}), 0)
 	require.InDelta(t, 0.0, median(nil), 0)
+}
+
+// parseStatCPU reads utime and stime (clock ticks) from /proc/PID/stat,
+// counting the fields after the command name, which may hold spaces and
+// parentheses.
+func TestParseStatCPU(t *testing.T) {
+	t.Parallel()
+	cpu, err := parseStatCPU("1234 (maria db) S 1 1234 1234 0 -1 4194560 5000 0 0 0 250 75 0 0 20 0 40 0 100 0 0")
+	require.NoError(t, err)
+	require.InDelta(t, 3.25, cpu, 1e-9, "(250 + 75) ticks of 1/100 s")
+	_, err = parseStatCPU("1234 (x) S 1 2")
+	require.Error(t, err)
+	_, err = parseStatCPU("garbage")
+	require.Error(t, err)
+}
+
+// The scale section renders the medians of each node count, every run,
+// and the console's reads per database; without figures it says how to
+// measure them.
+func TestScaleSection(t *testing.T) {
+	t.Parallel()
+	empty := scaleSection(scaleResults{})
+	require.Contains(t, empty, "## Scale")
+	require.Equal(t, 2, strings.Count(empty, "Not measured yet: `make bench-scale` measures it."))
+	require.NotContains(t, empty, "{{")
+
+	run := func(m, rep int, acts float64) nodesRun {
+		r := nodesRun{Nodes: m, Rep: rep, WallSeconds: 10, MariaDBCPUSeconds: 4, GoxpdlCPUSeconds: 6, Load1: 1.5}
+		r.Bench = benchJSON{Completed: 100, Activities: 1000, ActivitiesPerS: acts, P50Ms: 10, P99Ms: 20}
+		for k := range m {
+			r.Bench.PerNode = append(r.Bench.PerNode, perNode{Node: k + 1, EventsProcessed: uint64(1100 / m)})
+		}
+		return r
+	}
+	sc := scaleResults{
+		Nodes: &nodesSitting{Machine: map[string]string{"cpus": "2", "mariadb": "10.11"}, Workload: "seq10", Instances: 100, Clients: 8, Reps: 3,
+			Runs: []nodesRun{run(1, 1, 100), run(2, 1, 150), run(1, 2, 300), run(2, 2, 180), run(1, 3, 200), run(2, 3, 160)}},
+		Console: &consoleSitting{Instances: 1_000_000, Minutes: 12, Loaded: map[string]string{"SQLite": "loaded 1000000 instances in 1m0s"},
+			Reads: []consoleRead{{DB: "SQLite", Read: "overview", P50Ms: 12, P99Ms: 66.3}, {DB: "MariaDB", Read: "overview", P50Ms: 26.2, P99Ms: 110}, {DB: "SQLite", Read: "new/read", P50Ms: 0.5, P99Ms: 1}}},
+	}
+	doc := scaleSection(sc)
+	require.NotContains(t, doc, "{{")
+	require.NotContains(t, doc, "Not measured yet")
+	require.Contains(t, doc, "| 1 | 200 | 1.00× | 10.0 | 20.0 | 0 | 1,100 | 4,000 | 6,000 | 50% |", "1 node: the median run of 100, 300, 200")
+	require.Contains(t, doc, "| 2 | 160 | 0.80× | 10.0 | 20.0 | 0 | 550 / 550 |")
+	require.Contains(t, doc, "| 2 | 2 | 180 | 10.0 | 20.0 | 0 | 4.0 | 6.0 | 10.0 | 1.50 |", "every run is listed")
+	require.Contains(t, doc, "| `Overview` (the dashboard: counts by state, by deployment, incidents, timers, outbox) | 12.0 | 66.3 | 26.2 | 110 |")
+	require.Contains(t, doc, "| `new/read` | 0.50 | 1.00 | | |", "a read the table does not know yet is shown by its name")
+	require.Contains(t, doc, "SQLite: loaded 1000000 instances in 1m0s.")
 }
