@@ -142,3 +142,37 @@ func TestScaleSection(t *testing.T) {
 	require.Contains(t, doc, "| `new/read` | 0.50 | 1.00 | | |", "a read the table does not know yet is shown by its name")
 	require.Contains(t, doc, "SQLite: loaded 1000000 instances in 1m0s.")
 }
+
+// parseConsoleReads reads go test -bench -v output of
+// BenchmarkConsoleReads (lines as it prints them): the figures per
+// database, and the loading line of each.
+func TestParseConsoleReads(t *testing.T) {
+	t.Parallel()
+	out := `goos: linux
+BenchmarkConsoleReads
+BenchmarkConsoleReads/SQLite
+    overview_bench_test.go:67: loaded 1000000 instances, 420000 activities, 210000 timers, 12828 incidents, 200 events in 5m20s (folding the counts: 3.293s more)
+BenchmarkConsoleReads/SQLite/overview
+BenchmarkConsoleReads/SQLite/overview-2         	       1	15610853686 ns/op	        39.45 p50-ms	       483.8 p99-ms
+BenchmarkConsoleReads/SQLite/count/started-day<=10000-2    	       1	3847515507 ns/op	         1.799 p50-ms	       158.5 p99-ms
+    overview_bench_test.go:68: 1000000 instances, 200 reads each (naive: a tenth):
+        overview                           p50    39.45 ms   p99   483.83 ms
+BenchmarkConsoleReads/MySQL
+    overview_bench_test.go:67: 1000000 instances found; not loading
+BenchmarkConsoleReads/MySQL/page/-id-2         	       1	1156088261 ns/op	         0.3250 p50-ms	        90.29 p99-ms
+PASS
+`
+	loaded, reads, err := parseConsoleReads([]byte(out))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{
+		"SQLite":  "loaded 1000000 instances, 420000 activities, 210000 timers, 12828 incidents, 200 events in 5m20s (folding the counts: 3.293s more)",
+		"MariaDB": "1000000 instances found; not loading",
+	}, loaded)
+	require.Equal(t, []consoleRead{
+		{DB: "SQLite", Read: "overview", P50Ms: 39.45, P99Ms: 483.8},
+		{DB: "SQLite", Read: "count/started-day<=10000", P50Ms: 1.799, P99Ms: 158.5},
+		{DB: "MariaDB", Read: "page/-id", P50Ms: 0.325, P99Ms: 90.29},
+	}, reads)
+	_, _, err = parseConsoleReads([]byte("BenchmarkConsoleReads/MySQL\n    x_test.go:1: GOXPDL_MYSQL_DSN not set\n--- SKIP\n"))
+	require.Error(t, err, "a skipped benchmark printed nothing to report")
+}
