@@ -38,21 +38,22 @@ import (
 
 // scaleOptions are the flags of "peers scale".
 type scaleOptions struct {
-	only       string
-	nodes      string
-	reps       int
-	instances  int
-	clients    int
-	goxpdl     string
-	repo       string
-	out        string
-	report     string
-	suiteJSON  string
-	plot       string
-	consoleLog string
-	consoleN   int
-	mysql      mysqlTarget
-	dbPrefix   string
+	only        string
+	nodes       string
+	reps        int
+	instances   int
+	clients     int
+	goxpdl      string
+	repo        string
+	out         string
+	report      string
+	suiteJSON   string
+	plot        string
+	consoleLog  string
+	consoleLoad string
+	consoleN    int
+	mysql       mysqlTarget
+	dbPrefix    string
 }
 
 // scaleResults is docs/scale.json.
@@ -157,6 +158,7 @@ func mainScale(ctx context.Context, args []string) error {
 	fs.StringVar(&o.suiteJSON, "suite", "../../docs/benchmarks.json", "the peer suite's figures the report is written from")
 	fs.StringVar(&o.plot, "plot", "benchmarks.svg", "the plot's name, as the report links it")
 	fs.StringVar(&o.consoleLog, "console-log", "", "read BenchmarkConsoleReads' output (go test -bench -v) from this file instead of running it")
+	fs.StringVar(&o.consoleLoad, "console-load", "", "with -console-log: the load average's range while it ran, as MIN,MAX (when noted)")
 	fs.IntVar(&o.consoleN, "console-n", 1_000_000, "instances BenchmarkConsoleReads loads")
 	fs.StringVar(&o.mysql.Host, "mysql-host", "127.0.0.1", "MariaDB host (loopback)")
 	fs.IntVar(&o.mysql.Port, "mysql-port", 3306, "MariaDB port")
@@ -409,7 +411,16 @@ func runConsole(ctx context.Context, o scaleOptions) (consoleSitting, error) {
 		if info, err := os.Stat(o.consoleLog); err == nil {
 			s.Started = info.ModTime().UTC() // when the log was last written
 		}
-		s.LoadMin, s.LoadMax = 0, 0 // unknown: not this sitting's
+		s.LoadMin, s.LoadMax = 0, 0 // unknown unless noted: not this sitting's
+		if o.consoleLoad != "" {
+			lo, hi, _ := strings.Cut(o.consoleLoad, ",")
+			var err1, err2 error
+			s.LoadMin, err1 = strconv.ParseFloat(lo, 64)
+			s.LoadMax, err2 = strconv.ParseFloat(hi, 64)
+			if err := errors.Join(err1, err2); err != nil {
+				return s, fmt.Errorf("-console-load %q: want MIN,MAX: %w", o.consoleLoad, err)
+			}
+		}
 	} else {
 		if v, err := mariadbVersion(ctx, o.mysql); err == nil {
 			s.Machine["mariadb"] = v

@@ -170,6 +170,9 @@ func consoleTable(s consoleSitting) string {
 	when := fmt.Sprintf("the sitting of %s UTC (%.0f minutes), load average %.2f to %.2f", s.Started.Format("2006-01-02 15:04"), s.Minutes, s.LoadMin, s.LoadMax)
 	if s.Minutes == 0 {
 		when = fmt.Sprintf("output of %s UTC, read from a log", s.Started.Format("2006-01-02 15:04"))
+		if s.LoadMax > 0 {
+			when += fmt.Sprintf(", load average %.2f to %.2f", s.LoadMin, s.LoadMax)
+		}
 	}
 	fmt.Fprintf(&b, "`BenchmarkConsoleReads` at %s instances, %s. Milliseconds per read, p50 and p99 of 200 reads (the two for comparison: 20):\n\n",
 		commas(strconv.Itoa(s.Instances)), when)
