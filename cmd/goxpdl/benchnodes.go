@@ -352,7 +352,7 @@ func (n *benchNode) read(r io.Reader, col *collector, blocks map[string]bool) {
 		}
 		switch m.K {
 		case "ready":
-			close(n.ready)
+			closeOnce(n.ready)
 		case "started":
 			n.started++
 			col.started(m.Instance, time.Unix(0, m.At))
@@ -368,14 +368,28 @@ func (n *benchNode) read(r io.Reader, col *collector, blocks map[string]bool) {
 				State: m.Rec.State, Error: m.Rec.Error,
 			}, time.Unix(0, m.At))
 		case "starts_done":
-			n.startErrors, n.firstStartErr = m.StartErrors, m.FirstError
-			close(n.startsDone)
+			select {
+			case <-n.startsDone: // said twice: the first counts
+			default:
+				n.startErrors, n.firstStartErr = m.StartErrors, m.FirstError
+				close(n.startsDone)
+			}
 		case "stats":
 			n.stats = m.Stats
 		}
 	}
 	if err := sc.Err(); err != nil && n.readErr == nil {
 		n.readErr = err
+	}
+}
+
+// closeOnce closes ch unless it is closed already; only the reader
+// closes it.
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
 	}
 }
 
