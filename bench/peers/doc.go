@@ -256,7 +256,17 @@ so the figures show the cost of spreading one engine's work over
 processes (goxpdl CPU per activity, MariaDB CPU per activity) more than
 the capacity several machines would add. On machines of their own, the
 nodes would each bring their own cores and MariaDB's CPU per activity
-would decide where the sum stops growing.
+would decide where the sum stops growing. Two things blur the columns
+here: MariaDB's CPU time is the whole server's, so on a server other
+clients share (this project's tests run on it too) it counts their work
+as well; and "CPU busy" well below 100% while the load average is above
+the number of cores means other jobs held the cores, so the run waited for
+the machine and says little about what more nodes could do. Latency is
+from each StartProcess call to its instance's completion while the
+clients start instances as fast as the engine takes them, so it is mostly
+the wait behind the run's other instances and moves with how each node
+interleaves new instances with running ones; compare p50 and p99 within a
+sitting only.
 
 {{NODES}}
 ### The console at a million instances
@@ -277,5 +287,4 @@ per open instance, incidents on one running instance in 53. The two reads
 kept counts. [engine.md](engine.md#counting-and-the-dashboard) explains
 each index.
 
-{{CONSOLE}}
-`
+{{CONSOLE}}`

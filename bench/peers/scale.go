@@ -132,7 +132,10 @@ type consoleSitting struct {
 	// Loaded is the benchmark's own line on what it loaded and how long
 	// it took, per database.
 	Loaded map[string]string `json:"loaded"`
-	Reads  []consoleRead     `json:"reads"`
+	// FromLog says the figures were read from a saved log of the run
+	// (-console-log), not measured by this program.
+	FromLog bool          `json:"from_log,omitempty"`
+	Reads   []consoleRead `json:"reads"`
 }
 
 // consoleRead is one read's figures on one database.
@@ -409,8 +412,17 @@ func runConsole(ctx context.Context, o scaleOptions) (consoleSitting, error) {
 			return s, err
 		}
 		if info, err := os.Stat(o.consoleLog); err == nil {
-			s.Started = info.ModTime().UTC() // when the log was last written
+			// The log was last written at the end; go test's "ok" line
+			// says how long the run took.
+			s.Started = info.ModTime().UTC()
+			if m := goTestOK.FindSubmatch(text); m != nil {
+				if secs, err := strconv.ParseFloat(string(m[1]), 64); err == nil {
+					s.Started = s.Started.Add(-time.Duration(secs * float64(time.Second))).Truncate(time.Minute)
+					s.Minutes = round(secs/60, 1)
+				}
+			}
 		}
+		s.FromLog = true
 		s.LoadMin, s.LoadMax = 0, 0 // unknown unless noted: not this sitting's
 		if o.consoleLoad != "" {
 			lo, hi, _ := strings.Cut(o.consoleLoad, ",")
@@ -465,9 +477,8 @@ func runConsole(ctx context.Context, o scaleOptions) (consoleSitting, error) {
 	if err != nil {
 		return s, err
 	}
-	s.Minutes = round(clock.Now().Sub(s.Started).Minutes(), 1)
-	if o.consoleLog != "" {
-		s.Minutes = 0
+	if o.consoleLog == "" {
+		s.Minutes = round(clock.Now().Sub(s.Started).Minutes(), 1)
 	}
 	return s, nil
 }
@@ -477,6 +488,7 @@ func runConsole(ctx context.Context, o scaleOptions) (consoleSitting, error) {
 var (
 	consoleResultLine = regexp.MustCompile(`^BenchmarkConsoleReads/(SQLite|MySQL)/(\S+?)(?:-\d+)?\s+\d+\s+.*?\s([0-9.]+) p50-ms\s+([0-9.]+) p99-ms`)
 	consoleDBLine     = regexp.MustCompile(`^BenchmarkConsoleReads/(SQLite|MySQL)(?:-\d+)?$`)
+	goTestOK          = regexp.MustCompile(`(?m)^ok\s+\S+\s+([0-9.]+)s$`)
 	consoleLoadedLine = regexp.MustCompile(`^\s+\S+\.go:\d+: (loaded \d+ instances.*|\d+ instances found; not loading)$`)
 )
 

@@ -168,8 +168,8 @@ func consoleTable(s consoleSitting) string {
 		}
 	}
 	when := fmt.Sprintf("the sitting of %s UTC (%.0f minutes), load average %.2f to %.2f", s.Started.Format("2006-01-02 15:04"), s.Minutes, s.LoadMin, s.LoadMax)
-	if s.Minutes == 0 {
-		when = fmt.Sprintf("output of %s UTC, read from a log", s.Started.Format("2006-01-02 15:04"))
+	if s.FromLog {
+		when = fmt.Sprintf("the run of %s UTC (%.0f minutes, read from its log)", s.Started.Format("2006-01-02 15:04"), s.Minutes)
 		if s.LoadMax > 0 {
 			when += fmt.Sprintf(", load average %.2f to %.2f", s.LoadMin, s.LoadMax)
 		}
