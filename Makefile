@@ -153,6 +153,22 @@ bench-peers: ## goxpdl beside go-workflows (W1-W6, SQLite and MariaDB); writes d
 		$(if $(PEERS_QUICK),-quick) $(if $(PEERS_ONLY),-only $(PEERS_ONLY)) \
 		$(if $(PEERS_DBS),-dbs $(PEERS_DBS)) $(if $(PEERS_SIZE),-size $(PEERS_SIZE)) $(PEERS_FLAGS)
 
+# goxpdl alone at scale (issue #23): "goxpdl bench --nodes M" for 1, 2
+# and 3 nodes on one MariaDB (127.0.0.1:3306, root), 2,000 seq10 instances
+# and 8 clients, three runs of each interleaved on fresh databases; and
+# BenchmarkConsoleReads at a million instances on SQLite and MariaDB.
+# Writes docs/scale.json and docs/benchmarks.md (its "Scale" section)
+# without rerunning bench-peers. SCALE_ONLY=nodes or console runs one
+# part (the other keeps its figures); SCALE_FLAGS adds any flag of
+# "peers scale" (-reps=5, -nodes=1,2,4, -n=..., -console-n=..., -mysql-...).
+SCALE_ONLY ?=
+SCALE_FLAGS ?=
+.PHONY: bench-scale
+bench-scale: ## goxpdl at scale: 1-3 engine nodes on one MariaDB, the console's reads at a million instances; writes docs/scale.json, docs/benchmarks.md
+	go build -o bin/goxpdl ./cmd/goxpdl
+	cd bench/peers && go build -o ../../bin/peers . && ../../bin/peers scale \
+		$(if $(SCALE_ONLY),-only $(SCALE_ONLY)) $(SCALE_FLAGS)
+
 .PHONY: bench-worklist
 bench-worklist: ## benchmark worklist pages over a million work items
 	go test -run '^$$' -bench BenchmarkWorklist -benchtime 200x ./store/gormstore/

@@ -3,10 +3,14 @@
 //
 //	peers suite [-quick] [-reps 3] [-only W1,W2] [-dbs sqlite,mariadb] [-out FILE.md]
 //	peers one -engine goxpdl|go-workflows -workload W1 -db sqlite|mariadb -n N ...
+//	peers scale [-only nodes,console] [-nodes 1,2,3] [-reps 3] [-n 2000] ...
 //
 // "suite" runs every measurement in a child process of its own ("one"),
 // alternating the engines, and writes the report; "one" runs one and
-// prints its result as JSON. It is a separate module (bench/peers/go.mod)
+// prints its result as JSON. "scale" measures goxpdl alone at scale
+// (several engine nodes on one MariaDB; the console's reads over a
+// million instances, make bench-scale), writes docs/scale.json and the
+// report again. It is a separate module (bench/peers/go.mod)
 // so that goxpdl's own module does not depend on its peers.
 package main
 
@@ -27,7 +31,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: peers suite [flags] | peers one [flags]")
+		fmt.Fprintln(os.Stderr, "usage: peers suite [flags] | peers one [flags] | peers scale [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -36,8 +40,10 @@ func main() {
 		err = mainOne(ctx, os.Args[2:])
 	case "suite":
 		err = mainSuite(ctx, os.Args[2:])
+	case "scale":
+		err = mainScale(ctx, os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: want suite or one", os.Args[1])
+		err = fmt.Errorf("unknown command %q: want suite, one or scale", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "peers: %v\n", err)

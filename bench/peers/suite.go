@@ -24,6 +24,7 @@ type suiteOptions struct {
 	only, dbs   string
 	out, plot   string
 	rawOut      string
+	scale       string
 	from        string
 	appendTo    string
 	size        string
@@ -46,6 +47,7 @@ func mainSuite(ctx context.Context, args []string) error {
 	fs.StringVar(&o.out, "out", "../../docs/benchmarks.md", "the report")
 	fs.StringVar(&o.plot, "plot", "../../docs/benchmarks.svg", "the plot (SVG or PNG, by extension)")
 	fs.StringVar(&o.rawOut, "raw", "../../docs/benchmarks.json", "every run's figures, as JSON")
+	fs.StringVar(&o.scale, "scale", "../../docs/scale.json", "the scale figures (peers scale) the report shows; a missing file is none")
 	fs.StringVar(&o.from, "from", "", "write the report from this JSON of an earlier suite instead of running")
 	fs.StringVar(&o.appendTo, "append", "", "add this sitting's runs to those of this JSON of an earlier suite (e.g. W6 at another size)")
 	fs.StringVar(&o.size, "size", "", "other sizes than the defaults, as W5=2000,W6=100000")
@@ -89,7 +91,11 @@ func mainSuite(ctx context.Context, args []string) error {
 	if err := writePlot(s, o.plot); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	doc, err := renderReport(s, filepath.Base(o.plot))
+	sc, err := readScale(o.scale)
+	if err != nil {
+		return err
+	}
+	doc, err := renderReport(s, sc, filepath.Base(o.plot))
 	if err != nil {
 		return err
 	}

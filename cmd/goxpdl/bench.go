@@ -30,7 +30,7 @@ import (
 
 // benchUsage is the full usage text of "goxpdl bench".
 const benchUsage = `Usage: goxpdl bench [--workload NAME | --file FILE... [--process ID|NAME]] [--db DSN]
-                    [--instances N] [--concurrency C] [--baseline] [--json]
+                    [--instances N] [--concurrency C] [--nodes M] [--baseline] [--json]
 
 Bench measures the engine's throughput on a database: it deploys a
 workload, starts N process instances from C client goroutines, waits
@@ -66,6 +66,19 @@ Flags:
 	--concurrency C     client goroutines calling StartProcess, and the
 	                    size of each of the engine's worker pools
 	                    (default 8)
+	--nodes M           run the engine as M nodes, each a process of its
+	                    own (this program, run again with a hidden
+	                    subcommand), all on the --db database: MySQL/
+	                    MariaDB or PostgreSQL only, SQLite is refused.
+	                    The C clients are spread over the nodes (and the
+	                    instances with them), because a node runs the
+	                    events its own transactions publish: clients of
+	                    one node would leave the others idle. Each node's
+	                    worker pools have size C. The figures are for the
+	                    whole; per_node adds each node's. bench stops
+	                    every node it started, on success, failure and
+	                    Ctrl-C; a node whose bench died stops by itself.
+	                    Without --nodes the engine runs in this process
 	--baseline          first measure the database's raw single-row
 	                    commits/s: C goroutines, each committing one-row
 	                    INSERT transactions into a scratch table
@@ -79,6 +92,7 @@ Figures (JSON field names; the text lines use the same names):
 	file                with --file: the file (the files, separated by spaces)
 	db                  the database, without its password
 	instances, concurrency, completed, failed
+	nodes               with --nodes: M
 	start_errors        StartProcess calls that failed (counted in failed)
 	seconds             from the first StartProcess call to the last
 	                    instance's completion
@@ -107,10 +121,16 @@ Figures (JSON field names; the text lines use the same names):
 	                    instances as fast as the engine takes them, so
 	                    this includes the wait behind the other instances
 	peak_rss_bytes      the program's peak resident memory (VmHWM of
-	                    /proc/self/status; 0 where there is none)
+	                    /proc/self/status; 0 where there is none); with
+	                    --nodes the largest node's
 	baseline_commits_per_s  with --baseline: the raw single-row commits/s
 	activities_per_baseline_commit  activities_per_s / baseline_commits_per_s
 	instances_per_baseline_commit   instances_per_s / baseline_commits_per_s
+	per_node            with --nodes, one object per node (text: a line
+	                    node_K): node, clients, started (instances its
+	                    clients started), activities (that it ran),
+	                    events_processed, events_failed, conflicts,
+	                    db_transactions, peak_rss_bytes
 
 Diagnostics (not part of the stable interface):
 
@@ -130,7 +150,7 @@ Exit status:
 	   the same
 `
 
-const benchShortUsage = `Usage: goxpdl bench [--workload NAME | --file FILE... [--process ID|NAME]] [--db DSN] [--instances N] [--concurrency C] [--baseline] [--json]
+const benchShortUsage = `Usage: goxpdl bench [--workload NAME | --file FILE... [--process ID|NAME]] [--db DSN] [--instances N] [--concurrency C] [--nodes M] [--baseline] [--json]
 Run "goxpdl help bench" for details.
 `
 
@@ -154,6 +174,7 @@ type benchOptions struct {
 	workload, process, db  string
 	files                  fileFlags
 	instances, concurrency int
+	nodes                  int
 	baseline, json         bool
 	cpuProfile             string
 	chainSteps             int
@@ -170,6 +191,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.db, "db", "", "database")
 	fs.IntVar(&opts.instances, "instances", benchDefaultInstances, "process instances")
 	fs.IntVar(&opts.concurrency, "concurrency", benchDefaultConcurrency, "client goroutines and worker pool size")
+	fs.IntVar(&opts.nodes, "nodes", 0, "engine nodes, each a process of its own (MySQL/MariaDB, PostgreSQL)")
 	fs.BoolVar(&opts.baseline, "baseline", false, "measure raw commits/s first")
 	fs.BoolVar(&opts.json, "json", false, "print JSON")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile")
@@ -186,6 +208,9 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if opts.nodes > 0 {
+		return benchNodes(ctx, opts, stdout, stderr)
+	}
 	return bench(ctx, opts, stdout, stderr)
 }
 
@@ -203,6 +228,9 @@ func (o *benchOptions) check(nargs int) string {
 		return fmt.Sprintf("--instances %d: want at least 1", o.instances)
 	case o.concurrency < 1:
 		return fmt.Sprintf("--concurrency %d: want at least 1", o.concurrency)
+	}
+	if msg := o.nodesRefusal(); msg != "" {
+		return msg
 	}
 	if len(o.files) == 0 {
 		if o.workload == "" {
@@ -281,6 +309,7 @@ type benchReport struct {
 	DB                          string   `json:"db"`
 	Instances                   int      `json:"instances"`
 	Concurrency                 int      `json:"concurrency"`
+	Nodes                       int      `json:"nodes,omitempty"`
 	Completed                   int      `json:"completed"`
 	Failed                      int      `json:"failed"`
 	StartErrors                 int      `json:"start_errors"`
@@ -300,6 +329,8 @@ type benchReport struct {
 	BaselineCommitsPerS         *float64 `json:"baseline_commits_per_s,omitempty"`
 	ActivitiesPerBaselineCommit *float64 `json:"activities_per_baseline_commit,omitempty"`
 	InstancesPerBaselineCommit  *float64 `json:"instances_per_baseline_commit,omitempty"`
+	// PerNode is each node's part, with --nodes.
+	PerNode []benchNodeReport `json:"per_node,omitempty"`
 }
 
 // text is the report as aligned "name value" lines.
@@ -319,6 +350,9 @@ func (r benchReport) text() string {
 	line("db", r.DB)
 	line("instances", r.Instances)
 	line("concurrency", r.Concurrency)
+	if r.Nodes > 0 {
+		line("nodes", r.Nodes)
+	}
 	line("completed", r.Completed)
 	line("failed", r.Failed)
 	line("start_errors", r.StartErrors)
@@ -339,6 +373,10 @@ func (r benchReport) text() string {
 		line("baseline_commits_per_s", *r.BaselineCommitsPerS)
 		line("activities_per_baseline_commit", *r.ActivitiesPerBaselineCommit)
 		line("instances_per_baseline_commit", *r.InstancesPerBaselineCommit)
+	}
+	for _, n := range r.PerNode {
+		line(fmt.Sprintf("node_%d", n.Node), fmt.Sprintf("clients %d started %d activities %d events_processed %d events_failed %d conflicts %d db_transactions %d peak_rss_bytes %d",
+			n.Clients, n.Started, n.Activities, n.EventsProcessed, n.EventsFailed, n.Conflicts, n.DBTransactions, n.PeakRSSBytes))
 	}
 	return b.String()
 }
@@ -490,7 +528,7 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 
 	start := clock.Now()
 	startOpts := engine.StartOptions{DefinitionID: dep.ID, Process: target.process, Actor: "goxpdl bench"}
-	startErrors, err := startInstances(ctx, e, col, startOpts, opts.instances, opts.concurrency)
+	startErrors, err := startInstances(ctx, e, clock, col.started, startOpts, opts.instances, opts.concurrency)
 	switch {
 	case ctx.Err() != nil:
 		printErr(stderr, "goxpdl bench: %v\n", ctx.Err())
@@ -519,11 +557,17 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 
 	report.StartErrors = startErrors
 	report.fill(res, res.end.Sub(start), after, before)
+	return printReport(report, opts.json, res, stdout, stderr)
+}
+
+// printReport prints the failures of res on standard error and report on
+// standard output, as JSON or text; it returns the exit code.
+func printReport(report benchReport, asJSON bool, res benchResult, stdout, stderr io.Writer) int {
 	if msg := res.failures(); msg != "" {
 		printErr(stderr, "%s", msg)
 	}
 	var out string
-	if opts.json {
+	if asJSON {
 		data, err := json.MarshalIndent(report, "", "  ")
 		if err != nil {
 			printErr(stderr, "goxpdl bench: %v\n", err)
@@ -533,7 +577,7 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 	} else {
 		out = report.text()
 	}
-	code = exitOK
+	code := exitOK
 	if report.Failed > 0 {
 		code = exitStuck
 	}
@@ -572,7 +616,7 @@ func (r *benchReport) fill(res benchResult, elapsed time.Duration, after, before
 }
 
 // startInstances calls StartProcess n times from c goroutines, telling
-// the collector when each call began and which instance it made. A call
+// onStart which instance each call made and when the call began. A call
 // that fails (a database that refuses a write under load) is counted and
 // the clients go on; it returns the number of failed calls and the first
 // error.
@@ -580,7 +624,7 @@ func (r *benchReport) fill(res benchResult, elapsed time.Duration, after, before
 // The goroutines are the benchmark's clients, not engine work, so they
 // live here rather than in the scheduler: the command starts them and
 // waits for them before it returns.
-func startInstances(ctx context.Context, e *engine.Engine, col *collector, opts engine.StartOptions, n, c int) (int, error) {
+func startInstances(ctx context.Context, e *engine.Engine, clock timer.Clock, onStart func(id int64, began time.Time), opts engine.StartOptions, n, c int) (int, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -589,7 +633,7 @@ func startInstances(ctx context.Context, e *engine.Engine, col *collector, opts 
 	for range c {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) && ctx.Err() == nil {
-				began := col.clock.Now()
+				began := clock.Now()
 				id, err := e.StartProcess(ctx, opts)
 				if err != nil {
 					mu.Lock()
@@ -600,7 +644,7 @@ func startInstances(ctx context.Context, e *engine.Engine, col *collector, opts 
 					mu.Unlock()
 					continue
 				}
-				col.started(id, began)
+				onStart(id, began)
 			}
 		})
 	}
@@ -652,11 +696,14 @@ func (c *collector) started(id int64, began time.Time) {
 
 // record is the engine observer. It runs on the engine's workers, so it
 // only updates counters.
-func (c *collector) record(r engine.Record) {
-	now := c.clock.Now()
+func (c *collector) record(r engine.Record) { c.recordAt(r, c.clock.Now()) }
+
+// recordAt notes record r, which its engine saw at now (with --nodes,
+// another process's engine: now is its wall clock).
+func (c *collector) recordAt(r engine.Record, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastRecord = now
+	c.lastRecord = c.clock.Now()
 	switch r.Type {
 	case engine.RecordProcessStarted:
 		if r.Parent != 0 {

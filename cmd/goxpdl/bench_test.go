@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/goxpdl/goxpdl/engine"
 	"github.com/goxpdl/goxpdl/scheduler"
+	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/xpdl"
 )
 
@@ -153,6 +155,79 @@ func TestBenchOnServers(t *testing.T) {
 			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
 			require.Equal(t, 3, rep.Completed)
 			require.Positive(t, rep.Baseline)
+		})
+	}
+}
+
+// TestBenchNodes runs bench with two node processes on one MySQL/MariaDB
+// and one PostgreSQL database (each when its variable names a server) and
+// checks in the database that every instance ran exactly once: all
+// completed, each of the 10 activities of each once. The clients were
+// spread over the nodes, and the nodes' counters add up to the whole.
+func TestBenchNodes(t *testing.T) {
+	t.Parallel()
+	for name, db := range serveDBs(t) {
+		if name == "SQLite" {
+			continue // refused: bench.txtar
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dsn := db(t) // skips, saying why, without the server's variable
+			const n = 24
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"bench", "--nodes", "2", "--instances", strconv.Itoa(n), "--concurrency", "4", "--json", "--db", dsn}, strings.NewReader(""), &stdout, &stderr)
+			require.Equal(t, exitOK, code, stderr.String())
+			var rep benchReport
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+			require.Equal(t, 2, rep.Nodes)
+			require.Equal(t, n, rep.Completed)
+			require.Zero(t, rep.Failed)
+			require.Equal(t, int64(10*n), rep.Activities)
+			require.Len(t, rep.PerNode, 2)
+			var started int
+			var acts int64
+			var events uint64
+			for i, node := range rep.PerNode {
+				require.Equal(t, i+1, node.Node)
+				require.Equal(t, 2, node.Clients, "4 clients over 2 nodes")
+				require.Equal(t, n/2, node.Started, "the instances are spread like the clients")
+				started += node.Started
+				acts += node.Activities
+				events += node.EventsProcessed
+			}
+			require.Equal(t, n, started)
+			require.Equal(t, rep.Activities, acts)
+			require.Equal(t, rep.EventsProcessed, events)
+
+			gdb, err := gormstore.OpenDSN(dsn)
+			require.NoError(t, err)
+			t.Cleanup(func() {
+				if sqlDB, err := gdb.DB(); err == nil {
+					_ = sqlDB.Close()
+				}
+			})
+			var states []struct {
+				State string
+				N     int
+			}
+			require.NoError(t, gdb.Raw("SELECT state, COUNT(*) AS n FROM goxpdl_process_instances GROUP BY state").Scan(&states).Error)
+			require.Equal(t, []struct {
+				State string
+				N     int
+			}{{"Completed", n}}, states)
+			var acts2 []struct {
+				State string
+				N     int
+				Max   int
+			}
+			require.NoError(t, gdb.Raw(`SELECT state, COUNT(*) AS n, MAX(k) AS max FROM (
+				SELECT state, COUNT(*) AS k FROM goxpdl_activity_instances GROUP BY process_instance_id, activity_def_id, state) t
+				GROUP BY state`).Scan(&acts2).Error)
+			require.Equal(t, []struct {
+				State string
+				N     int
+				Max   int
+			}{{"Completed", 10 * n, 1}}, acts2, "each activity of each instance ran once")
 		})
 	}
 }

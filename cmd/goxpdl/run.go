@@ -80,6 +80,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		return runHelp(rest, stdout, stderr)
+	case benchNodeCommand: // hidden: one node of "bench --nodes"
+		return runBenchNode(rest, stdin, stdout, stderr)
 	}
 	c, ok := lookup(name)
 	if !ok {
