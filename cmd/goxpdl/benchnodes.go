@@ -90,7 +90,8 @@ type nodeRec struct {
 // nodeStats are a node's counters over the run (after its engine stopped,
 // less before its clients began).
 type nodeStats struct {
-	EventsProcessed uint64 `json:"events_processed"`
+	EventsProcessed uint64 `json:"events_processed"` // the scheduler's, without the chained ones
+	EventsChained   uint64 `json:"events_chained"`
 	EventsFailed    uint64 `json:"events_failed"`
 	Conflicts       uint64 `json:"conflicts"`
 	Transactions    uint64 `json:"db_transactions"`
@@ -229,18 +230,19 @@ func benchNodes(ctx context.Context, opts benchOptions, stdout, stderr io.Writer
 			return exitUsage
 		}
 		total.EventsProcessed += n.stats.EventsProcessed
+		total.EventsChained += n.stats.EventsChained
 		total.EventsFailed += n.stats.EventsFailed
 		total.Conflicts += n.stats.Conflicts
 		total.Transactions += n.stats.Transactions
 		report.PerNode = append(report.PerNode, benchNodeReport{
 			Node: n.k + 1, Clients: n.clients, Started: n.started, Activities: n.activities,
-			EventsProcessed: n.stats.EventsProcessed, EventsFailed: n.stats.EventsFailed, Conflicts: n.stats.Conflicts,
+			EventsProcessed: n.stats.EventsProcessed + n.stats.EventsChained, EventsFailed: n.stats.EventsFailed, Conflicts: n.stats.Conflicts,
 			DBTransactions: n.stats.Transactions, PeakRSSBytes: n.stats.PeakRSSBytes,
 		})
 	}
 	after := engine.Stats{
 		Scheduler: scheduler.Stats{EventsProcessed: total.EventsProcessed, EventsFailed: total.EventsFailed},
-		Conflicts: total.Conflicts, Commits: engine.CommitStats{Transactions: total.Transactions},
+		Conflicts: total.Conflicts, Commits: engine.CommitStats{Transactions: total.Transactions}, Chained: total.EventsChained,
 	}
 	report.fill(res, res.end.Sub(start), after, engine.Stats{})
 	report.PeakRSSBytes = 0 // the owner's own is no engine's: the largest node's
@@ -624,6 +626,7 @@ func runBenchNode(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	after := e.Stats()
 	out.write(nodeMsg{K: "stats", Stats: &nodeStats{
 		EventsProcessed: after.Scheduler.EventsProcessed - before.Scheduler.EventsProcessed,
+		EventsChained:   after.Chained - before.Chained,
 		EventsFailed:    after.Scheduler.EventsFailed - before.Scheduler.EventsFailed,
 		Conflicts:       after.Conflicts - before.Conflicts,
 		Transactions:    after.Commits.Transactions - before.Commits.Transactions,
