@@ -177,7 +177,8 @@ func benchNodes(ctx context.Context, opts benchOptions, stdout, stderr io.Writer
 	for _, n := range nodes {
 		args := []string{benchNodeCommand, "--db", opts.db, "--definition", strconv.FormatInt(defID, 10),
 			"--process", target.process, "--instances", strconv.Itoa(n.instances), "--clients", strconv.Itoa(n.clients),
-			"--workers", strconv.Itoa(opts.concurrency), "--node", strconv.Itoa(n.k + 1)}
+			"--workers", strconv.Itoa(opts.concurrency), "--node", strconv.Itoa(n.k + 1),
+			"--chain-steps", strconv.Itoa(opts.chainSteps)}
 		if err := n.start(exe, args, col, target.blocks, &prefixWriter{mu: &outMu, w: stderr, prefix: fmt.Sprintf("goxpdl bench: node %d: ", n.k+1)}); err != nil {
 			printErr(stderr, "goxpdl bench: node %d: %v\n", n.k+1, err)
 			return exitUsage
@@ -523,7 +524,7 @@ func runBenchNode(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		db, process                 string
 		definition                  int64
 		instances, clients, workers int
-		node                        int
+		node, chainSteps            int
 	)
 	fs := flag.NewFlagSet(benchNodeCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -534,6 +535,7 @@ func runBenchNode(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	fs.IntVar(&clients, "clients", 0, "client goroutines")
 	fs.IntVar(&workers, "workers", benchDefaultConcurrency, "worker pool size")
 	fs.IntVar(&node, "node", 0, "this node's number")
+	fs.IntVar(&chainSteps, "chain-steps", 0, "engine.Config.ChainSteps")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -553,7 +555,7 @@ func runBenchNode(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	defer closeDB()
 	clock := timer.Real()
 	e, err := engine.New(engine.Config{
-		DB: dbh, NoOpUnboundApplications: true, NormalWorkers: workers, CriticalWorkers: workers,
+		DB: dbh, NoOpUnboundApplications: true, NormalWorkers: workers, CriticalWorkers: workers, ChainSteps: chainSteps,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
