@@ -195,11 +195,13 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 			}
 			if w == nil {
 				// Nothing to write but the mark of the event handled, if
-				// any (fn refused, or found the work done before).
-				return r.flushProcessed()
+				// any, and the audit entry of a command that found its
+				// work done before.
+				return r.flushUnchanged()
 			}
 			if w != r {
 				w.processed, r.processed = r.processed, 0
+				w.audits, r.audits = append(r.audits, w.audits...), nil
 			}
 			r = w // what follows the commit is about the run written
 			if err := r.drain(); err != nil {
@@ -274,7 +276,7 @@ func (e *Engine) deliver(observed []func(Observer)) {
 // remember caches the committed state of the instances r wrote.
 func (e *Engine) remember(r *run) {
 	if r.flushed {
-		e.instances.put(r.snapshot())
+		e.instances.put(r.committed())
 	}
 	for _, c := range r.children {
 		e.remember(c)
@@ -303,7 +305,7 @@ func (r *run) terminate() error {
 	if err := r.expireInbox(); err != nil {
 		return err
 	}
-	children, err := r.openChildren()
+	children, err := r.snap.children()
 	if err != nil {
 		return err
 	}
