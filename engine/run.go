@@ -619,6 +619,7 @@ func (r *run) flush(hosted bool) error {
 	if r.idErr != nil {
 		return r.idErr
 	}
+	r.snap.forget() // the database holds what the run decides now
 	if err := r.flushProcessed(); err != nil {
 		return err
 	}
@@ -713,6 +714,7 @@ func (r *run) flushDetached(hosted bool) error {
 	if r.idErr != nil {
 		return r.idErr
 	}
+	r.snap.forget()
 	if err := r.flushProcessed(); err != nil {
 		return err
 	}
