@@ -144,11 +144,11 @@ func retryDelay(attempts int) time.Duration {
 //   - the run of an instance it created: a start command, whose r has no
 //     instance of its own;
 //   - nil: there is nothing to write but the processed mark of the event
-//     r handles, if any, because the body found nothing to change (a
-//     repeated command answered from what is stored, an event whose
-//     instance is gone, an instance that recovery finds moving again).
-//     An instance r loaded is left as stored: not even its version
-//     moves.
+//     r handles, if any, and the audit entry r holds, if any, because the
+//     body found nothing to change (a repeated command answered from what
+//     is stored, an event whose instance is gone, an instance that
+//     recovery finds moving again): run.flushUnchanged. An instance r
+//     loaded is left as stored: not even its version moves.
 type body func(r *run) (*run, error)
 
 // transact runs fn on a fresh run in one transaction (the host's when

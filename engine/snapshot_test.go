@@ -193,6 +193,7 @@ func isEngine(e ast.Expr) bool {
 // the only code of a run that touches its transaction, but for the
 // short list runTxAllowed.
 func TestRunsReadThroughTheirSnapshot(t *testing.T) {
+	t.Parallel()
 	bad, checked, flushUses := runTxUses(t, ".", runTxAllowed)
 	for _, u := range bad {
 		t.Errorf("%s: %s touches %s: read through the run's snapshot (snapshot.go), write at flush", u.pos, u.fn, u.what)
@@ -207,6 +208,7 @@ func TestRunsReadThroughTheirSnapshot(t *testing.T) {
 // TestRunsReadThroughTheirSnapshot failing on each way a run's code can
 // reach the database but through its snapshot.
 func TestRunTxCheckFindsBypasses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := `package engine
 
