@@ -575,7 +575,7 @@ func (r *run) moveOpenItems(cmd workitem.Command) error {
 
 // moveItems applies cmd to the work items filter selects that accept it.
 func (r *run) moveItems(cmd workitem.Command, filter store.ListWorkItemsParams) error {
-	items, err := r.listItems(filter)
+	items, err := r.snap.workItems(filter)
 	if err != nil {
 		return err
 	}

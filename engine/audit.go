@@ -376,13 +376,45 @@ func (a *auditing) ok(ctx context.Context, tx store.Tx) error {
 	if a == nil {
 		return nil
 	}
-	entry := a.entry
-	entry.At, entry.Result = a.e.now(), string(AuditOK)
-	var err error
-	if entry.ID, err = a.e.ids.Next(ctx); err != nil {
+	entry, err := a.okEntry(ctx)
+	if err != nil {
 		return err
 	}
 	return tx.InsertAudit(ctx, entry)
+}
+
+// okEntry is the entry of the command's success, with its ID.
+func (a *auditing) okEntry(ctx context.Context) (store.AuditEntry, error) {
+	entry := a.entry
+	entry.At, entry.Result = a.e.now(), string(AuditOK)
+	var err error
+	entry.ID, err = a.e.ids.Next(ctx)
+	return entry, err
+}
+
+// okIn is ok for a command carried out by run r: r holds the entry and
+// writes it at flush, with the rest of the change (flushAudit).
+func (a *auditing) okIn(r *run) error {
+	if a == nil {
+		return nil
+	}
+	entry, err := a.okEntry(r.ctx)
+	if err != nil {
+		return err
+	}
+	r.audits = append(r.audits, entry)
+	return nil
+}
+
+// okOnIn is okOn for a command carried out by run r (okIn).
+func (a *auditing) okOnIn(r *run, target string, instance int64) error {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	b.target(AuditTargetKind(a.entry.TargetKind), target)
+	b.about(instance)
+	return b.okIn(r)
 }
 
 // okOn is ok for a command whose target id, and the instance it is

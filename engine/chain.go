@@ -78,7 +78,7 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		}
 	}
 	take(first)
-	cur := first.snapshot()
+	cur := first.committed()
 	var links []*chainLink
 	for len(queue) > 0 && len(links) < e.chainSteps {
 		if lane != nil && lane.critical.Load() > 0 {
@@ -118,7 +118,7 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 					return err
 				}
 				if w == nil {
-					return r.flushProcessed()
+					return r.flushUnchanged()
 				}
 				if err := w.drain(); err != nil {
 					return err
@@ -149,7 +149,7 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		if link.r.pi.ID != cur.pi.ID {
 			break // the step wrote no instance (nothing to do): stop here
 		}
-		cur = link.r.snapshot()
+		cur = link.r.committed()
 		if link.r.state().IsFinal() {
 			break
 		}

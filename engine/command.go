@@ -143,9 +143,9 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		var err error
 		switch {
 		case opts.DefinitionID != 0:
-			dep, err = e.definition(r.ctx, r.tx, opts.DefinitionID)
+			dep, err = r.snap.definition(opts.DefinitionID)
 		case opts.Package != "":
-			dep, err = e.latest(r.ctx, r.tx, opts.Package)
+			dep, err = r.snap.latest(opts.Package)
 		default:
 			return nil, fmt.Errorf("%w: StartOptions names neither Package nor DefinitionID", ErrNotFound)
 		}
@@ -160,7 +160,7 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		} else if proc = dep.pkg.Process(opts.Process); proc == nil && opts.DefinitionID == 0 {
 			// The latest version may be one of several files of the
 			// package deployed together; the process is in another.
-			if dep, proc, err = e.samePackageTogether(r.ctx, r.tx, dep, opts.Process); err != nil {
+			if dep, proc, err = r.snap.samePackageTogether(dep, opts.Process); err != nil {
 				return nil, err
 			}
 		}
@@ -179,7 +179,7 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		if opts.IdempotencyKey != "" {
 			found, err := e.startedWithKey(r, opts.IdempotencyKey, dep, proc)
 			if err == nil && found != 0 {
-				err = a.okOn(r.ctx, r.tx, idText(found), found)
+				err = a.okOnIn(r, idText(found), found)
 			}
 			if err != nil || found != 0 {
 				id = found
@@ -204,7 +204,7 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 		// r has no instance of its own: the new instance's run is the one
 		// to write.
 		id = created.pi.ID
-		return created, a.okOn(r.ctx, r.tx, idText(id), id)
+		return created, a.okOnIn(created, idText(id), id)
 	})
 	if err != nil {
 		return 0, err
@@ -216,13 +216,13 @@ func (e *Engine) startProcessOnce(ctx context.Context, hostTx *gorm.DB, opts Sta
 // there is none, or ErrKeyReused when that instance runs another package
 // or process than dep and proc.
 func (e *Engine) startedWithKey(r *run, key string, dep *deployment, proc *xpdl.Process) (int64, error) {
-	found, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{StartKey: key, Limit: 1})
+	found, err := r.snap.startedWith(key)
 	if err != nil || len(found) == 0 {
 		return 0, err
 	}
 	pi := found[0]
 	if pi.DefinitionID != dep.def.ID {
-		other, err := e.definition(r.ctx, r.tx, pi.DefinitionID)
+		other, err := r.snap.definition(pi.DefinitionID)
 		if err != nil {
 			return 0, err
 		}
@@ -322,7 +322,7 @@ func (e *Engine) command(ctx context.Context, tx *gorm.DB, id int64, op Op, what
 		if err := fn(r); err != nil {
 			return nil, err
 		}
-		return r, a.ok(r.ctx, r.tx)
+		return r, a.okIn(r)
 	}))
 }
 

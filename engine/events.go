@@ -163,7 +163,7 @@ func (e *Engine) signalOnce(ctx context.Context, hostTx *gorm.DB, name string, v
 	var b Broadcast
 	err := e.transact(ctx, hostTx, actorOf(opts.Actor), func(r *run) (*run, error) {
 		if opts.SignalID != "" {
-			prior, err := r.tx.GetInboxMessage(r.ctx, opts.SignalID)
+			prior, err := r.snap.message(opts.SignalID)
 			if err == nil {
 				b, err = broadcastOf(prior)
 				b.Duplicate = true
@@ -177,7 +177,7 @@ func (e *Engine) signalOnce(ctx context.Context, hostTx *gorm.DB, name string, v
 				return nil, err
 			}
 		}
-		subs, err := r.receivers(name, opts.Instance)
+		subs, err := r.snap.receivers(name, opts.Instance)
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +198,7 @@ func (e *Engine) signalOnce(ctx context.Context, hostTx *gorm.DB, name string, v
 // requireOpen checks that process instance id exists and is not
 // finished, without loading it into the run.
 func (r *run) requireOpen(id int64, cmd string) error {
-	pi, err := r.tx.GetProcessInstance(r.ctx, id)
+	pi, err := r.snap.instance(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("process instance", id)
 	}
@@ -209,30 +209,6 @@ func (r *run) requireOpen(id int64, cmd string) error {
 		return &wftype.StateError{Subject: "process", State: pi.State, Command: cmd, Finished: true}
 	}
 	return nil
-}
-
-// receivers lists the events waiting for signal name, of one instance or
-// of all (instance 0): those stored, and those this run and the subflow
-// instances it created subscribed (written at flush).
-func (r *run) receivers(name string, instance int64) ([]store.Subscription, error) {
-	subs, err := r.tx.ListSubscriptions(r.ctx, store.ListSubscriptionsParams{
-		Kind: subSignal, Name: name, ProcessInstanceID: instance, Limit: maxReceivers + 1,
-	})
-	if err != nil {
-		return nil, err
-	}
-	subs = slices.DeleteFunc(subs, r.unsubscribed)
-	r.eachRun(func(run *run) {
-		for _, s := range run.subs {
-			if s.Name == name && (instance == 0 || s.ProcessInstanceID == instance) {
-				subs = append(subs, s)
-			}
-		}
-	})
-	if len(subs) > maxReceivers {
-		return nil, fmt.Errorf("%w: signal %s has more than %d", ErrTooManyReceivers, name, maxReceivers)
-	}
-	return subs, nil
 }
 
 // deliverSignal queues one delivery event per waiting event.
@@ -504,7 +480,7 @@ func (r *run) throwEvent(a *act) error {
 		return err
 	}
 	if a.def.Event.Trigger == xpdl.TriggerSignal && a.def.Event.Ref != "" {
-		subs, err := r.receivers(a.def.Event.Ref, 0)
+		subs, err := r.snap.receivers(a.def.Event.Ref, 0)
 		if err != nil {
 			return err
 		}

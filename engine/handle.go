@@ -154,11 +154,11 @@ func retryDelay(attempts int) time.Duration {
 //   - the run of an instance it created: a start command, whose r has no
 //     instance of its own;
 //   - nil: there is nothing to write but the processed mark of the event
-//     r handles, if any, because the body found nothing to change (a
-//     repeated command answered from what is stored, an event whose
-//     instance is gone, an instance that recovery finds moving again).
-//     An instance r loaded is left as stored: not even its version
-//     moves.
+//     r handles, if any, and the audit entry r holds, if any, because the
+//     body found nothing to change (a repeated command answered from what
+//     is stored, an event whose instance is gone, an instance that
+//     recovery finds moving again): run.flushUnchanged. An instance r
+//     loaded is left as stored: not even its version moves.
 type body func(r *run) (*run, error)
 
 // transact runs fn on a fresh run in one transaction (the host's when
@@ -219,11 +219,13 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 			}
 			if w == nil {
 				// Nothing to write but the mark of the event handled, if
-				// any (fn refused, or found the work done before).
-				return r.flushProcessed()
+				// any, and the audit entry of a command that found its
+				// work done before.
+				return r.flushUnchanged()
 			}
 			if w != r {
 				w.processed, r.processed = r.processed, 0
+				w.audits, r.audits = append(r.audits, w.audits...), nil
 			}
 			r = w // what follows the commit is about the run written
 			if err := r.drain(); err != nil {
@@ -313,7 +315,7 @@ func (e *Engine) deliver(observed []func(Observer)) {
 // remember caches the committed state of the instances r wrote.
 func (e *Engine) remember(r *run) {
 	if r.flushed {
-		e.instances.put(r.snapshot())
+		e.instances.put(r.committed())
 	}
 	for _, c := range r.children {
 		e.remember(c)
@@ -342,7 +344,7 @@ func (r *run) terminate() error {
 	if err := r.expireInbox(); err != nil {
 		return err
 	}
-	children, err := r.openChildren()
+	children, err := r.snap.children()
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func (e *Engine) Send(ctx context.Context, m Message) (Delivery, error) {
 	}
 	var d Delivery
 	err := e.transact(ctx, nil, actorOf(m.User), func(r *run) (*run, error) {
-		if prior, err := r.tx.GetInboxMessage(r.ctx, m.MessageID); err == nil {
+		if prior, err := r.snap.message(m.MessageID); err == nil {
 			d = deliveryOf(prior)
 			d.Duplicate = true
 			return nil, nil // sent before: nothing to write
@@ -146,7 +146,7 @@ func (r *run) send(m Message) (Delivery, error) {
 			return Delivery{}, err
 		}
 		msg.ProcessDefID, msg.Variable, msg.Value = m.Match.Process, m.Match.Variable, value
-		ids, err := r.tx.FindProcessInstancesByVariable(r.ctx, store.FindByVariableParams{
+		ids, err := r.snap.matchingInstances(store.FindByVariableParams{
 			ProcessDefID: m.Match.Process, Name: m.Match.Variable, Value: value,
 			States: openStates,
 			Limit:  2,
@@ -211,7 +211,7 @@ func (r *run) waiting(id string) *act {
 
 // openItem returns the open work item of a waiting activity.
 func (r *run) openItem(a *act) (store.WorkItem, error) {
-	items, err := r.listItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID})
+	items, err := r.snap.workItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.row.ID})
 	if err != nil {
 		return store.WorkItem{}, err
 	}
@@ -253,13 +253,13 @@ func (r *run) applyInbox(a *act, wi store.WorkItem) (bool, error) {
 // out, and those apply refuses for their content (a user not allowed, a
 // value of the wrong type or for no variable), expire with the reason.
 func (r *run) consumeInbox(a *act, apply func(msg *store.InboxMessage) error) (bool, error) {
-	byID, err := r.pendingMessages(store.ListInboxParams{
+	byID, err := r.snap.pendingMessages(store.ListInboxParams{
 		ProcessInstanceID: r.pi.ID, ActivityDefID: a.def.ID, States: []string{store.InboxPending}, Limit: 100,
 	})
 	if err != nil {
 		return false, err
 	}
-	byData, err := r.pendingMessages(store.ListInboxParams{
+	byData, err := r.snap.pendingMessages(store.ListInboxParams{
 		ProcessDefID: r.proc.ID, ActivityDefID: a.def.ID, States: []string{store.InboxPending}, Unmatched: true, Limit: 100,
 	})
 	if err != nil {
@@ -312,7 +312,7 @@ func (r *run) matches(msg store.InboxMessage) bool {
 // expireInbox expires the messages still waiting for this instance, which
 // has finished.
 func (r *run) expireInbox() error {
-	pending, err := r.pendingMessages(store.ListInboxParams{ProcessInstanceID: r.pi.ID, States: []string{store.InboxPending}, Limit: 1000})
+	pending, err := r.snap.pendingMessages(store.ListInboxParams{ProcessInstanceID: r.pi.ID, States: []string{store.InboxPending}, Limit: 1000})
 	if err != nil {
 		return err
 	}
@@ -333,24 +333,6 @@ func (r *run) endMessage(msg store.InboxMessage, state, reason string) error {
 		ProcessInstanceID: msg.ProcessInstanceID, EndedAt: &end,
 	})
 	return nil
-}
-
-// pendingMessages lists the pending messages params selects, but those
-// this run has ended already (written at flush).
-func (r *run) pendingMessages(params store.ListInboxParams) ([]store.InboxMessage, error) {
-	msgs, err := r.tx.ListInbox(r.ctx, params)
-	if err != nil || len(r.inboxEnds)+len(r.inboxNew) == 0 {
-		return msgs, err
-	}
-	msgs = slices.DeleteFunc(msgs, func(m store.InboxMessage) bool {
-		return slices.ContainsFunc(r.inboxEnds, func(u store.UpdateInboxMessageParams) bool { return u.ID == m.ID })
-	})
-	for _, m := range r.inboxNew {
-		if inboxMatches(params, m) && (params.Limit <= 0 || len(msgs) < params.Limit) {
-			msgs = append(msgs, m) // the run's ids are newer than the stored ones
-		}
-	}
-	return msgs, nil
 }
 
 // inboxMatches reports that the store's ListInbox would list m for

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -14,7 +13,7 @@ import (
 // (offered and at once completed by a waiting inbox message: one insert
 // of a Completed item); an item it read and changed is updated once,
 // fenced by the version it was read at. The run's own reads of work
-// items (listItems, getItem) see what it staged.
+// items (its snapshot's workItems, workItem) see what it staged.
 
 // stagedItem is a work item a run created or changed, not written yet.
 type stagedItem struct {
@@ -44,46 +43,6 @@ func (r *run) stageItem(wi *store.WorkItem, fresh bool) {
 	}
 	wi.Version = s.readVersion + 1
 	s.wi = *wi
-}
-
-// getItem reads work item id as this run sees it: staged, or stored.
-func (r *run) getItem(id int64) (store.WorkItem, error) {
-	if s, ok := r.items[id]; ok {
-		return s.wi, nil
-	}
-	return r.tx.GetWorkItem(r.ctx, id)
-}
-
-// errItemFilter is a run's listItems asked for a filter it does not
-// apply to the staged items: a mistake in the engine, not an input.
-var errItemFilter = errors.New("engine: a run lists work items by instance, activity instance and state only")
-
-// listItems lists the work items params selects as this run sees them:
-// the stored ones, replaced by the staged ones where the run changed
-// them, and the ones it created, in ID order. params may select by
-// process instance, activity instance and states only.
-func (r *run) listItems(params store.ListWorkItemsParams) ([]store.WorkItem, error) {
-	if params.AfterID != 0 || params.Limit != 0 || params.Owner != "" || params.Performer != "" ||
-		params.ActivityDefID != "" || params.DueBefore != nil || params.VisibleTo != nil {
-		return nil, fmt.Errorf("%w: %+v", errItemFilter, params)
-	}
-	stored, err := r.tx.ListWorkItems(r.ctx, params)
-	if err != nil || len(r.items) == 0 {
-		return stored, err
-	}
-	out := make([]store.WorkItem, 0, len(stored)+len(r.items))
-	for _, wi := range stored {
-		if _, staged := r.items[wi.ID]; !staged {
-			out = append(out, wi)
-		}
-	}
-	for _, id := range r.itemOrder {
-		if wi := r.items[id].wi; itemSelected(params, wi) {
-			out = append(out, wi)
-		}
-	}
-	slices.SortFunc(out, func(a, b store.WorkItem) int { return compareIDs(a.ID, b.ID) })
-	return out, nil
 }
 
 func compareIDs(a, b int64) int {

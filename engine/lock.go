@@ -218,7 +218,7 @@ func (r *run) lockForStart(opts StartOptions, dep *deployment, proc *xpdl.Proces
 	if l.scopeKey, err = l.key.scopeKey(); err != nil {
 		return nil, err
 	}
-	locks, err := r.locksFor(opts.BusinessKey)
+	locks, err := r.snap.locksFor(opts.BusinessKey)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func (r *run) releaseLocks() error {
 	if r.pi.BusinessKey == "" {
 		return nil // a lock needs a business key
 	}
-	mine, err := r.tx.ListLocks(r.ctx, store.ListLocksParams{ProcessInstanceID: r.pi.ID})
+	mine, err := r.snap.instanceLocks()
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func (r *run) releaseLocks() error {
 // why, when not empty, goes to the history of the instances that get the
 // lock.
 func (r *run) dropLocks(key string, drop func(store.Lock) bool, why string) error {
-	locks, err := r.locksFor(key)
+	locks, err := r.snap.locksFor(key)
 	if err != nil {
 		return err
 	}
@@ -363,10 +363,7 @@ func (r *run) grantWaiting(locks []store.Lock, why string) error {
 // process.schedule is sent, as for a new start. Its run is written with
 // this one (a child run).
 func (r *run) dequeue(l store.Lock, why string) error {
-	c := r.e.newRun(r.ctx, r.tx, r.actor)
-	c.now = r.now
-	c.doomed, c.rerun, c.actIDs = r.doomed, r.rerun, r.actIDs
-	c.calls = r.calls
+	c := r.spawn()
 	if err := c.load(l.ProcessInstanceID); err != nil {
 		return err
 	}
@@ -415,7 +412,7 @@ func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op
 	}
 	return a.end(ctx, tx, e.transactAs(ctx, tx, op.actor("host"), true, func(r *run) (*run, error) {
 		r.op = op
-		locks, err := r.locksFor(key.BusinessKey)
+		locks, err := r.snap.locksFor(key.BusinessKey)
 		if err != nil {
 			return nil, err
 		}
@@ -442,7 +439,7 @@ func (e *Engine) ReleaseLockTx(ctx context.Context, tx *gorm.DB, key LockKey, op
 		}, fmt.Sprintf("got the %s released from process instance %d by %s", key, holder, r.actor)); err != nil {
 			return nil, err
 		}
-		return r, a.okOn(r.ctx, r.tx, key.BusinessKey, holder)
+		return r, a.okOnIn(r, key.BusinessKey, holder)
 	}))
 }
 
@@ -604,30 +601,6 @@ func (c *lockChanges) grant(l store.Lock, now time.Time) {
 // stored lock (a new lock has its engine-made ID from the start).
 func (c *lockChanges) newIndex(l store.Lock) int {
 	return slices.IndexFunc(c.taken, func(t store.Lock) bool { return t.ID == l.ID })
-}
-
-// locksFor returns the locks of business key key, in queue order, as
-// this run leaves them: the stored ones, read with a lock that
-// serialises this transaction with every other that changes the key's
-// locks (store.Tx.LocksForUpdate), with the run's changes applied, and
-// the ones it took after them.
-func (r *run) locksFor(key string) ([]store.Lock, error) {
-	stored, err := r.tx.LocksForUpdate(r.ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	out := slices.DeleteFunc(stored, func(l store.Lock) bool { return slices.Contains(r.locks.dropped, l.ID) })
-	for i := range out {
-		if j := slices.IndexFunc(r.locks.granted, func(g store.Lock) bool { return g.ID == out[i].ID }); j >= 0 {
-			out[i] = r.locks.granted[j]
-		}
-	}
-	for _, l := range r.locks.taken {
-		if l.BusinessKey == key {
-			out = append(out, l)
-		}
-	}
-	return out, nil
 }
 
 // flushLocks writes the run's lock changes: the drops first, so that a

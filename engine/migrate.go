@@ -194,7 +194,7 @@ func (r *run) planMigration(m Migration) (migrationPlan, error) {
 	default:
 		return migrationPlan{}, &wftype.StateError{Subject: "process", State: r.pi.State, Command: "migrate", Finished: s.IsFinal()}
 	}
-	dep, err := r.e.definition(r.ctx, r.tx, m.To)
+	dep, err := r.snap.definition(m.To)
 	if errors.Is(err, store.ErrNotFound) {
 		return migrationPlan{}, notFound("definition", m.To)
 	} else if err != nil {
@@ -235,7 +235,7 @@ func (r *run) planMigration(m Migration) (migrationPlan, error) {
 		}
 		return id
 	}
-	timers, err := r.tx.ListTimers(r.ctx, store.ListTimersParams{ProcessInstanceID: r.pi.ID})
+	timers, err := r.snap.instanceTimers()
 	if err != nil {
 		return migrationPlan{}, err
 	}
@@ -387,14 +387,12 @@ func (r *run) migrate(p migrationPlan, m Migration) error {
 	for _, am := range p.Activities {
 		activities[am.ActivityInstance] = am.To
 	}
-	v, err := r.tx.MigrateProcessInstance(r.ctx, store.MigrateProcessInstanceParams{
-		ID: r.pi.ID, ExpectedVersion: r.pi.Version, DefinitionID: p.dep.def.ID, ProcessDefID: p.proc.ID,
+	// Written at flush, before the instance's update (flushMigration).
+	r.migration = &store.MigrateProcessInstanceParams{
+		ID: r.pi.ID, DefinitionID: p.dep.def.ID, ProcessDefID: p.proc.ID,
 		Tokens: tokens, Activities: activities, Renamed: p.rename, UpdatedAt: r.now,
-	})
-	if err != nil {
-		return err
 	}
-	r.pi.Version, r.pi.DefinitionID, r.pi.Tokens, r.pi.UpdatedAt = v, p.dep.def.ID, tokens, r.now
+	r.pi.DefinitionID, r.pi.Tokens, r.pi.UpdatedAt = p.dep.def.ID, tokens, r.now
 	r.dep, r.proc = p.dep, p.proc
 	for a, def := range p.defs {
 		a.def, a.row.ActivityDefID = def, def.ID
@@ -421,6 +419,25 @@ func (r *run) migrate(p migrationPlan, m Migration) error {
 		}),
 	})
 	r.record(Record{Type: RecordProcessMigrated, State: r.pi.State, Detail: diagnosis, User: r.actor})
+	return nil
+}
+
+// flushMigration writes the migration the run decided (migrate): the
+// instance moves to its new definition at the version the run read it
+// at, its activity instances, work items, subscriptions and inbox
+// messages follow, and the instance's update (flush) is fenced by the
+// version this gives it.
+func (r *run) flushMigration() error {
+	if r.migration == nil {
+		return nil
+	}
+	m := *r.migration
+	m.ExpectedVersion = r.pi.Version
+	v, err := r.tx.MigrateProcessInstance(r.ctx, m)
+	if err != nil {
+		return err
+	}
+	r.pi.Version, r.migration = v, nil
 	return nil
 }
 

@@ -162,7 +162,7 @@ func (e *Engine) WithdrawTx(ctx context.Context, tx *gorm.DB, item int64, user s
 		if err := r.movable("withdraw"); err != nil {
 			return err
 		}
-		wi, err := r.getItem(item)
+		wi, err := r.snap.workItem(item)
 		if err != nil {
 			return err
 		}
@@ -308,7 +308,7 @@ func (r *run) moveTarget(id string) (*xpdl.Activity, error) {
 func (r *run) cancellable(id int64) (*act, error) {
 	a := r.activity(id)
 	if a == nil {
-		row, err := r.tx.GetActivityInstance(r.ctx, id)
+		row, err := r.snap.activityRow(id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil, notFound("activity instance", id)
@@ -337,9 +337,7 @@ func (r *run) lastCompleted(def string) (store.ActivityInstance, error) {
 	if _, err := r.moveTarget(def); err != nil {
 		return store.ActivityInstance{}, err
 	}
-	done, err := r.tx.ListActivityInstances(r.ctx, store.ListActivityInstancesParams{
-		ProcessInstanceID: r.pi.ID, States: []string{string(wftype.ActivityCompleted)},
-	})
+	done, err := r.snap.activityRows(string(wftype.ActivityCompleted))
 	if err != nil {
 		return store.ActivityInstance{}, err
 	}
@@ -354,7 +352,7 @@ func (r *run) lastCompleted(def string) (store.ActivityInstance, error) {
 // completedBy is the user who completed the work item of activity
 // instance id; "" when it had none.
 func (r *run) completedBy(id int64) (string, error) {
-	items, err := r.listItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: id, States: []string{string(workitem.Completed)}})
+	items, err := r.snap.workItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: id, States: []string{string(workitem.Completed)}})
 	if err != nil {
 		return "", err
 	}
@@ -369,7 +367,7 @@ func (r *run) completedBy(id int64) (string, error) {
 // created when or after it completed), refusing a withdraw when one of
 // them has been taken up or has finished.
 func (r *run) successorsOf(id int64) ([]int64, error) {
-	done, err := r.tx.GetActivityInstance(r.ctx, id)
+	done, err := r.snap.activityRow(id)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +379,7 @@ func (r *run) successorsOf(id int64) ([]int64, error) {
 	for _, t := range r.proc.Outgoing(def.ID) {
 		next[t.To] = true
 	}
-	all, err := r.tx.ListActivityInstances(r.ctx, store.ListActivityInstancesParams{ProcessInstanceID: r.pi.ID})
+	all, err := r.snap.activityRows()
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +391,7 @@ func (r *run) successorsOf(id int64) ([]int64, error) {
 		switch wftype.ActivityState(a.State) {
 		case wftype.ActivityInitiated:
 		case wftype.ActivityInActive:
-			items, err := r.listItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.ID})
+			items, err := r.snap.workItems(store.ListWorkItemsParams{ProcessInstanceID: r.pi.ID, ActivityInstanceID: a.ID})
 			if err != nil {
 				return nil, err
 			}

@@ -94,7 +94,7 @@ func (e *Engine) SkipActivityTx(ctx context.Context, tx *gorm.DB, instance, acti
 func (r *run) abnormalActivity(id int64, cmd string) (*act, error) {
 	a := r.activity(id)
 	if a == nil {
-		row, err := r.tx.GetActivityInstance(r.ctx, id)
+		row, err := r.snap.activityRow(id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil, notFound("activity instance", id)

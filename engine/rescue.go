@@ -71,11 +71,11 @@ func (e *Engine) rescueOne(ctx context.Context, id int64) (bool, error) {
 		// commits between this look and the commit changes the
 		// instance's version, which fences this write: it is retried
 		// and looks again.
-		still, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{AfterID: id - 1, Limit: 1, NoPendingEvents: true})
+		stalled, err := r.snap.stalled(id)
 		if err != nil {
 			return nil, err
 		}
-		if len(still) == 0 || still[0].ID != id {
+		if !stalled {
 			return nil, nil // it moved on meanwhile: leave it as it is
 		}
 		var sent []string

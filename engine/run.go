@@ -25,9 +25,13 @@ import (
 // commits together, under the instance's optimistic version, so two runs
 // on one instance never both commit.
 type run struct {
-	e     *Engine
-	ctx   context.Context
+	e   *Engine
+	ctx context.Context
+	// tx is the run's transaction, written by the flush* functions (and
+	// handed to a host's code, hostTx); the run's decisions read through
+	// snap, over the same transaction (snapshot.go).
 	tx    store.Tx
+	snap  snapshot
 	now   time.Time
 	actor string
 	// op is the command this run carries out, for its history entries
@@ -91,6 +95,10 @@ type run struct {
 	timerSwitch string
 	incidents   []pendingIncident              // incidents to open at flush
 	resolved    []store.ResolveIncidentsParams // incidents to resolve at flush
+	audits      []store.AuditEntry             // the audit entry of the command the run carries out, written at flush
+	// migration moves the instance to another definition at flush
+	// (migrate.go), before its update.
+	migration *store.MigrateProcessInstanceParams
 	// skipping is the activity an operator's skip is routing on
 	// (SkipActivity); a failure to route it refuses the skip.
 	skipping *act
@@ -123,7 +131,7 @@ type run struct {
 	// preloaded, when set, is the instance a chained step (chain.go)
 	// starts from: as the step before it left it, in this transaction,
 	// which the engine's cache of committed instances does not hold yet.
-	preloaded *snapshot
+	preloaded *committed
 	// calls collects the application calls of every attempt of the
 	// transaction (transactAs), observed whether or not it commits; nil
 	// outside transactAs, where calls are observed as they return.
@@ -214,7 +222,21 @@ type payload struct {
 }
 
 func (e *Engine) newRun(ctx context.Context, tx store.Tx, actor string) *run {
-	return &run{e: e, ctx: ctx, tx: tx, now: e.now(), actor: actor, tokens: &flow.Tokens{}}
+	r := &run{e: e, ctx: ctx, tx: tx, now: e.now(), actor: actor, tokens: &flow.Tokens{}}
+	r.snap = snapshot{run: r, tx: tx}
+	return r
+}
+
+// spawn returns a run of another process instance in r's transaction (a
+// subflow instance r creates, a queued instance r dequeues), written
+// with r: it has its own snapshot, and shares r's time and its history
+// of attempts.
+func (r *run) spawn() *run {
+	c := r.e.newRun(r.ctx, r.tx, r.actor)
+	c.now = r.now
+	c.doomed, c.rerun, c.actIDs = r.doomed, r.rerun, r.actIDs // one transaction, one history of attempts
+	c.calls = r.calls
+	return c
 }
 
 // load reads process instance id and its unfinished activities from the
@@ -228,30 +250,13 @@ func (r *run) load(id int64) error { return r.loadFrom(id, false) }
 func (r *run) loadCached(id int64) error { return r.loadFrom(id, true) }
 
 func (r *run) loadFrom(id int64, useCache bool) error {
-	var snap snapshot
-	cached := false
-	switch {
-	case r.preloaded != nil && r.preloaded.pi.ID == id:
-		// A chained step (chain.go): the instance as the step before it
-		// left it, in this transaction.
-		snap, cached = *r.preloaded, true
-	case useCache:
-		snap, cached = r.e.instances.get(id)
+	loaded, err := r.snap.load(id, useCache)
+	if err != nil {
+		return err
 	}
-	if !cached {
-		pi, err := r.tx.GetProcessInstance(r.ctx, id)
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return notFound("process instance", id)
-			}
-			return err
-		}
-		snap.pi = pi
-	}
-	pi := snap.pi
-	var err error
+	pi := loaded.pi
 	r.pi, r.storedState = pi, pi.State
-	if r.dep, err = r.e.definition(r.ctx, r.tx, pi.DefinitionID); err != nil {
+	if r.dep, err = r.snap.definition(pi.DefinitionID); err != nil {
 		return err
 	}
 	if r.proc = r.dep.pkg.Process(pi.ProcessDefID); r.proc == nil {
@@ -260,14 +265,7 @@ func (r *run) loadFrom(id int64, useCache bool) error {
 	if r.tokens, err = flow.Decode(pi.Tokens); err != nil {
 		return fmt.Errorf("process instance %d: %w", id, err)
 	}
-	rows := snap.acts
-	if !cached {
-		rows, err = r.tx.ListActivityInstances(r.ctx, store.ListActivityInstancesParams{ProcessInstanceID: id, States: unfinishedStates})
-		if err != nil {
-			return err
-		}
-	}
-	for _, row := range rows {
+	for _, row := range loaded.acts {
 		a, err := r.bind(row)
 		if err != nil {
 			return err
@@ -625,6 +623,7 @@ func (r *run) flush(hosted bool) error {
 	if r.idErr != nil {
 		return r.idErr
 	}
+	r.snap.forget() // the database holds what the run decides now
 	if err := r.flushProcessed(); err != nil {
 		return err
 	}
@@ -653,6 +652,9 @@ func (r *run) flush(hosted bool) error {
 		r.fresh = false
 		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt, r.storedState = stored.Version, tokens, r.now, r.pi.State
 	} else {
+		if err := r.flushMigration(); err != nil {
+			return err
+		}
 		v, err := r.tx.UpdateProcessInstance(r.ctx, store.UpdateProcessInstanceParams{
 			ID: r.pi.ID, ExpectedVersion: r.pi.Version, FromState: r.storedState, State: r.pi.State, Diagnosis: r.pi.Diagnosis,
 			Tokens: tokens, UpdatedAt: r.now, EndedAt: r.pi.EndedAt,
@@ -661,6 +663,9 @@ func (r *run) flush(hosted bool) error {
 			return err
 		}
 		r.pi.Version, r.pi.Tokens, r.pi.UpdatedAt, r.storedState = v, tokens, r.now, r.pi.State
+	}
+	if err := r.flushAudit(); err != nil {
+		return err
 	}
 	if err := r.flushActivities(); err != nil {
 		return err
@@ -713,13 +718,39 @@ func (r *run) flushDetached(hosted bool) error {
 	if r.idErr != nil {
 		return r.idErr
 	}
+	r.snap.forget()
 	if err := r.flushProcessed(); err != nil {
+		return err
+	}
+	if err := r.flushAudit(); err != nil {
 		return err
 	}
 	if err := r.flushInbox(); err != nil {
 		return err
 	}
 	return r.flushEvents(hosted)
+}
+
+// flushUnchanged is flush for a run that changes nothing (its command
+// refused, or found its work done before): the mark of the event it
+// handled, and the audit entry of a command that found its work done.
+func (r *run) flushUnchanged() error {
+	if err := r.flushProcessed(); err != nil {
+		return err
+	}
+	return r.flushAudit()
+}
+
+// flushAudit writes the audit entry of the command the run carried out
+// (auditing.okIn).
+func (r *run) flushAudit() error {
+	for _, entry := range r.audits {
+		if err := r.tx.InsertAudit(r.ctx, entry); err != nil {
+			return err
+		}
+	}
+	r.audits = nil
+	return nil
 }
 
 // flushProcessed marks the event the run handles processed, as this
@@ -794,16 +825,17 @@ func (r *run) flushActivities() error {
 	return nil
 }
 
-// snapshot is the committed state of a process instance the engine keeps
-// in memory between runs: the instance row and its unfinished activities.
-type snapshot struct {
+// committed is the committed state of a process instance the engine
+// keeps in memory between runs (instanceCache): the instance row and its
+// unfinished activities.
+type committed struct {
 	pi   store.ProcessInstance
 	acts []store.ActivityInstance
 }
 
-// snapshot returns the state this run wrote.
-func (r *run) snapshot() snapshot {
-	s := snapshot{pi: r.pi}
+// committed returns the state this run wrote.
+func (r *run) committed() committed {
+	s := committed{pi: r.pi}
 	for _, a := range r.acts {
 		if a.row.State != string(wftype.ActivityCompleted) {
 			s.acts = append(s.acts, a.row)
@@ -832,7 +864,7 @@ func (r *run) variables() (map[string]any, error) {
 	if r.vars != nil {
 		return r.vars, nil
 	}
-	stored, err := r.tx.GetVariables(r.ctx, r.pi.ID)
+	stored, err := r.snap.variables(r.pi.ID)
 	if err != nil {
 		return nil, &storeErr{err}
 	}

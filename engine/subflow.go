@@ -44,10 +44,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 	if err != nil {
 		return nil, err
 	}
-	r := e.newRun(r0.ctx, r0.tx, r0.actor)
-	r.now = r0.now
-	r.doomed, r.rerun, r.actIDs = r0.doomed, r0.rerun, r0.actIDs // one transaction, one history of attempts
-	r.calls = r0.calls
+	r := r0.spawn()
 	r.dep, r.proc = dep, proc
 	id, err := r.e.ids.Next(r.ctx)
 	if err != nil {
@@ -178,11 +175,7 @@ func (r *run) initiated() []*act {
 // among the packages deployed with this one, then in the latest deployed
 // version of a referenced package (resolveSubflow).
 func (r *run) subflowTarget(a *act) (*deployment, *xpdl.Process, error) {
-	together, err := r.e.togetherWith(r.ctx, r.tx, r.dep)
-	if err != nil {
-		return nil, nil, err
-	}
-	return r.e.resolveSubflow(r.ctx, r.tx, r.dep, together, r.proc, a.def)
+	return r.snap.subflowTarget(a.def)
 }
 
 // startSubflow creates the child instance. SYNCHR: the activity waits for
@@ -252,19 +245,19 @@ func (r *run) subprocessEnded(activityID, childID int64) error {
 	if a == nil || a.row.State != string(wftype.ActivityWaiting) || a.def.SubFlow == nil {
 		return nil // already handled, or the process moved on
 	}
-	child, err := r.tx.GetProcessInstance(r.ctx, childID)
+	child, err := r.snap.instance(childID)
 	if err != nil {
 		return err
 	}
 	if child.State != string(wftype.ProcessCompleted) {
 		return r.failCause(a, CauseSubflow, fmt.Sprintf("subflow instance %d ended %s: %s", child.ID, child.State, child.Diagnosis))
 	}
-	dep, err := r.e.definition(r.ctx, r.tx, child.DefinitionID)
+	dep, err := r.snap.definition(child.DefinitionID)
 	if err != nil {
 		return err
 	}
 	proc := dep.pkg.Process(child.ProcessDefID)
-	stored, err := r.tx.GetVariables(r.ctx, child.ID)
+	stored, err := r.snap.variables(child.ID)
 	if err != nil {
 		return err
 	}
@@ -290,23 +283,4 @@ func (r *run) subprocessEnded(activityID, childID int64) error {
 		}
 	}
 	return r.complete(a, "")
-}
-
-// openChildren returns the open subflow instances of r's instance: the
-// stored ones, and those this run created, which flush inserts.
-func (r *run) openChildren() ([]store.ProcessInstance, error) {
-	children, err := r.tx.ListProcessInstances(r.ctx, store.ListProcessInstancesParams{
-		ParentInstanceID: r.pi.ID,
-		States:           openStates,
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range r.children {
-		p := c.pi.ParentInstanceID
-		if c.fresh && p != nil && *p == r.pi.ID && c.state().IsOpen() {
-			children = append(children, c.pi)
-		}
-	}
-	return children, nil
 }

@@ -517,7 +517,7 @@ func (e *Engine) timersFired(fired []store.Timer) {
 // activity moved on meanwhile does nothing; one that fired as its process
 // was being suspended is kept, paused, for the resume.
 func (r *run) timerFired(id int64) error {
-	t, err := r.tx.GetTimer(r.ctx, id)
+	t, err := r.snap.timer(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // its activity or process finished
 	}
@@ -617,7 +617,7 @@ func (r *run) interrupt(a *act) error {
 	}
 	switch a.def.Kind {
 	case xpdl.ActivitySubFlow:
-		children, err := r.openChildren()
+		children, err := r.snap.children()
 		if err != nil {
 			return err
 		}
@@ -828,7 +828,7 @@ func (r *run) escalate(a *act, p resource.Participant) error {
 	principal := string(kind) + ":" + p.ID
 	filter := openItems(r.pi.ID)
 	filter.ActivityInstanceID = a.row.ID
-	items, err := r.listItems(filter)
+	items, err := r.snap.workItems(filter)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ type WorkItemForm struct {
 // ErrNotFound.
 func (e *Engine) WorkItemForm(ctx context.Context, id int64) (WorkItemForm, error) {
 	r := e.newRun(ctx, e.store, "host") // reads only, outside a transaction
-	wi, err := r.tx.GetWorkItem(ctx, id)
+	wi, err := r.snap.workItem(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return WorkItemForm{}, notFound("work item", id)
 	} else if err != nil {

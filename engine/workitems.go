@@ -217,7 +217,7 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 	var done WorkItem
 	err := e.transact(ctx, tx, c.Op.actor(actorOf(c.User)), func(r *run) (*run, error) {
 		r.op = c.Op
-		wi, err := r.tx.GetWorkItem(r.ctx, id)
+		wi, err := r.snap.workItem(id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, notFound("work item", id)
@@ -249,7 +249,7 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 			return nil, err
 		}
 		done = workItemOf(wi)
-		return r, aud.ok(r.ctx, r.tx)
+		return r, aud.okIn(r)
 	})
 	return done, aud.end(ctx, tx, err)
 }
@@ -339,7 +339,7 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 	}
 	err := e.transact(ctx, tx, op.actor(user), func(r *run) (*run, error) {
 		r.op = op
-		wi, err := r.tx.GetWorkItem(r.ctx, id)
+		wi, err := r.snap.workItem(id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, notFound("work item", id)
@@ -374,7 +374,7 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 		if err := r.moveItem(&wi, from, to, user, changeDetail(before, wi)); err != nil {
 			return nil, err
 		}
-		return r, aud.ok(r.ctx, r.tx)
+		return r, aud.okIn(r)
 	})
 	return aud.end(ctx, tx, err)
 }
@@ -583,7 +583,7 @@ func (r *run) mayPerform(wi store.WorkItem, a *act, user, op string) error {
 // performers returns who completed the work items of each activity of
 // this process instance, by activity id.
 func (r *run) performers() (map[string][]string, error) {
-	items, err := r.listItems(store.ListWorkItemsParams{
+	items, err := r.snap.workItems(store.ListWorkItemsParams{
 		ProcessInstanceID: r.pi.ID, States: []string{string(workitem.Completed)},
 	})
 	if err != nil {
@@ -949,7 +949,7 @@ func (e *Engine) EligibleUsers(ctx context.Context, id int64) ([]string, error) 
 	// write lock.
 	err := func() error {
 		r := e.newRun(ctx, e.store, "host")
-		wi, err := r.tx.GetWorkItem(ctx, id)
+		wi, err := r.snap.workItem(id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return notFound("work item", id)
