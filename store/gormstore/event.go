@@ -217,7 +217,7 @@ func (s *Store) MarkEventsProcessed(ctx context.Context, params store.MarkEvents
 	// A plain statement: the engine marks an event on every step. Later
 	// marks of the same owner may join it on a pipelined transaction
 	// (coalesce.go).
-	return s.write(ctx, markWrite(params.IDs, params.ProcessedAt, params.Owner))
+	return s.write(ctx, markWrite(s, params.IDs, params.ProcessedAt, params.Owner))
 }
 
 func uniqueIDs(ids []int64) map[int64]bool {
