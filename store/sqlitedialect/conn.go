@@ -192,7 +192,9 @@ func (c *cachingConn) timeText(t time.Time) string {
 	// Newest first: a statement's rows mostly repeat the time just used.
 	for k := range timeTexts {
 		i := (c.nextTime - 1 - k + timeTexts) % timeTexts
-		if e := &c.times[i]; e.text != "" && e.t == t {
+		// ==, not Equal: the text also shows the zone and a monotonic
+		// reading, which Equal ignores.
+		if e := &c.times[i]; e.text != "" && e.t == t { //nolint:staticcheck // see above
 			return e.text
 		}
 	}
