@@ -280,8 +280,8 @@ type Tx interface {
 	InsertEvents(ctx context.Context, events []Event) ([]Event, error)
 	// AppendEvents is InsertEvents for events whose IDs and EventIDs
 	// cannot be stored already (the engine's own: made from its id
-	// allocator's IDs). A store that holds writes back (a pipelined MySQL
-	// transaction) may send them with a later statement, Flush or the
+	// allocator's IDs). A store that holds writes back (gormstore's
+	// transactions on MySQL and SQLite) may send them with a later statement, Flush or the
 	// commit, where a duplicate then fails that (ErrDuplicate and
 	// ErrHeldWrite) and the transaction must roll back; a caller that
 	// treats ErrDuplicate as "published before" uses InsertEvents.

@@ -13,7 +13,7 @@ import (
 
 // Joining held writes. The engine's group commit runs several engine
 // transactions (members) one after another in one database transaction
-// and, on a pipelined MySQL transaction, lets their writes wait in the
+// and, on a pipelined transaction (MySQL, SQLite), lets their writes wait in the
 // queue until the group ends (store.Tx.Flush). Each member writes the same
 // few things: history rows, outbox events, the processed mark of its
 // event, activity rows, a versioned update of its process instance. A
@@ -21,7 +21,8 @@ import (
 // and columns), so that the group sends one multi-row INSERT per table,
 // one UPDATE … CASE for all the versioned updates of a table, and one
 // processed mark, instead of one of each per member: MySQL's CPU goes per
-// statement more than per row.
+// statement more than per row, and so does much of SQLite's in the
+// process.
 //
 // Joining moves a write back in the queue, past the writes queued after
 // the one it joins. That is allowed only past writes it cannot affect:

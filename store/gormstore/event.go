@@ -51,7 +51,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 	return out, nil
 }
 
-// AppendEvents implements store.Tx: on a pipelined MySQL transaction the
+// AppendEvents implements store.Tx: on a pipelined transaction the
 // insert waits in the queue, where the inserts of the other members of a
 // group commit join it (coalesce.go); elsewhere it is InsertEvents.
 func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {

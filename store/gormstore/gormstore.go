@@ -281,7 +281,7 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 // transaction (a savepoint when nested), so that the rows are all or
 // nothing.
 //
-// One chunk is a write that needs no result, queued on a pipelined MySQL
+// One chunk is a write that needs no result, queued on a pipelined
 // transaction (pipeline.go).
 func insertRows(ctx context.Context, s *Store, table string, columns []string, rows [][]any) error {
 	if len(rows) == 0 || len(rows) > batchSize {
@@ -397,7 +397,7 @@ func DBOf(tx store.Tx) (*gorm.DB, error) {
 
 // HostDB returns the *gorm.DB of tx, with ctx, for a host's code that runs inside
 // it (the engine hands its transaction to the host's applications and
-// hooks through it). On a pipelined MySQL transaction the writes tx holds
+// hooks through it). On a pipelined transaction the writes tx holds
 // back are sent, in a round trip of their own, before the first statement
 // of the host's code, and not at all when it sends none (an application
 // that does not touch the database). When one of them fails, that

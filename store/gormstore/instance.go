@@ -26,7 +26,7 @@ func (s *Store) InsertProcessInstance(ctx context.Context, inst store.ProcessIns
 // InsertProcessInstances implements store.Tx: multi-row INSERTs of at
 // most batchSize rows, with the caller's ids, and the change of the
 // counts per state (counts.go), in one transaction. Rows without a start
-// key are a write that needs no result (queued on a pipelined MySQL
+// key are a write that needs no result (queued on a pipelined
 // transaction, pipeline.go); a row with one is sent at once, so that a
 // key already stored is the caller's ErrDuplicate rather than a later
 // statement's.

@@ -36,6 +36,14 @@ import (
 // interpolateParams (the statements are sent as text; the server cannot
 // prepare several statements as one), which OpenMySQL sets unless the DSN
 // says otherwise. A pool without them runs every statement at once.
+//
+// A SQLite transaction holds its writes the same way, for what the
+// joining of coalesce.go saves: SQLite runs in the process, so there is
+// no round trip, but each statement costs its bind, step and reset, and
+// the writes of a group commit's members join into one statement per
+// kind. Its queue is sent one statement at a time (oneByOne), each
+// checked by its own row count, before any other statement and before
+// the commit.
 
 // queuedWrite is a write that may wait in a pipeline's queue.
 type queuedWrite struct {
@@ -61,7 +69,7 @@ type queuedWrite struct {
 }
 
 // write runs w on s's connection or transaction: queued when s is a
-// pipelined MySQL transaction, at once otherwise. Its errors say what w
+// pipelined transaction (MySQL's or SQLite's), at once otherwise. Its errors say what w
 // does; those of a queued write come from the statement, Flush or commit
 // that sends it.
 func (s *Store) write(ctx context.Context, w queuedWrite) error {
@@ -109,7 +117,7 @@ func isStoreError(err error) bool {
 	return false
 }
 
-// pipeline is the gorm.ConnPool of a pipelined MySQL transaction: the
+// pipeline is the gorm.ConnPool of a pipelined transaction: the
 // *sql.Tx underneath gorm, with the queue of writes waiting to be sent.
 // Like the transaction, it is for one goroutine at a time.
 type pipeline struct {
