@@ -581,7 +581,10 @@ type UpdateProcessInstanceParams struct {
 	// FromState is the state the instance had at ExpectedVersion, as the
 	// caller read it, for the counts per state the store keeps
 	// (CountProcessInstanceGroups); "" makes the store read it, which
-	// costs a query.
+	// costs a query. A store may also leave the stored state as it is
+	// when FromState equals State (gormstore does on SQLite, where
+	// writing it rewrites its index entries), so it must be the state
+	// at ExpectedVersion.
 	FromState string
 	// State is the new state.
 	State string
