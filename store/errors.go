@@ -37,7 +37,7 @@ var ErrExhausted = errors.New("store: exhausted")
 
 // ErrHeldWrite marks the error of a write that the store held back and
 // sent later, with another statement, Flush or the commit (a pipelined
-// MySQL transaction, package gormstore): the write may be an earlier
+// transaction of package gormstore, on MySQL or SQLite): the write may be an earlier
 // caller's in the same transaction, not the one that got the error.
 // errors.Is finds the write's own error (ErrConflict, ErrLeaseLost, …)
 // in it as well.

@@ -280,8 +280,8 @@ type Tx interface {
 	InsertEvents(ctx context.Context, events []Event) ([]Event, error)
 	// AppendEvents is InsertEvents for events whose IDs and EventIDs
 	// cannot be stored already (the engine's own: made from its id
-	// allocator's IDs). A store that holds writes back (a pipelined MySQL
-	// transaction) may send them with a later statement, Flush or the
+	// allocator's IDs). A store that holds writes back (gormstore's
+	// transactions on MySQL and SQLite) may send them with a later statement, Flush or the
 	// commit, where a duplicate then fails that (ErrDuplicate and
 	// ErrHeldWrite) and the transaction must roll back; a caller that
 	// treats ErrDuplicate as "published before" uses InsertEvents.
@@ -581,7 +581,10 @@ type UpdateProcessInstanceParams struct {
 	// FromState is the state the instance had at ExpectedVersion, as the
 	// caller read it, for the counts per state the store keeps
 	// (CountProcessInstanceGroups); "" makes the store read it, which
-	// costs a query.
+	// costs a query. A store may also leave the stored state as it is
+	// when FromState equals State (gormstore does on SQLite, where
+	// writing it rewrites its index entries), so it must be the state
+	// at ExpectedVersion.
 	FromState string
 	// State is the new state.
 	State string

@@ -49,7 +49,7 @@ var auditColumns = []string{"at", "actor", "action", "target_kind", "target_id",
 var auditColumnsWithID = append([]string{"id"}, auditColumns...)
 
 // InsertAudit implements store.Tx: a plain INSERT, held back in a
-// pipelined MySQL transaction like a history row.
+// pipelined transaction like a history row.
 func (s *Store) InsertAudit(ctx context.Context, e store.AuditEntry) error {
 	switch {
 	case e.Action == "":

@@ -13,7 +13,7 @@ import (
 
 // Joining held writes. The engine's group commit runs several engine
 // transactions (members) one after another in one database transaction
-// and, on a pipelined MySQL transaction, lets their writes wait in the
+// and, on a pipelined transaction (MySQL, SQLite), lets their writes wait in the
 // queue until the group ends (store.Tx.Flush). Each member writes the same
 // few things: history rows, outbox events, the processed mark of its
 // event, activity rows, a versioned update of its process instance. A
@@ -21,7 +21,8 @@ import (
 // and columns), so that the group sends one multi-row INSERT per table,
 // one UPDATE … CASE for all the versioned updates of a table, and one
 // processed mark, instead of one of each per member: MySQL's CPU goes per
-// statement more than per row.
+// statement more than per row, and so does much of SQLite's in the
+// process.
 //
 // Joining moves a write back in the queue, past the writes queued after
 // the one it joins. That is allowed only past writes it cannot affect:
@@ -71,8 +72,19 @@ type rowsWrite struct {
 	kind string
 	rows []any
 	ids  []int64
-	// statement is the one write of rows, more than one, joined.
-	statement func(rows []any) queuedWrite
+	// statement is the one write of rows (any of this kind's, joined or
+	// not); held says it was held back (heldVerb).
+	statement func(rows []any, held bool) queuedWrite
+	// counted: statement checks its row count (rowsOK).
+	counted bool
+}
+
+// counted reports whether w, as it is sent, checks its row count.
+func (w *queuedWrite) counted() bool {
+	if w.rows != nil {
+		return w.rows.counted
+	}
+	return w.rowsOK != nil
 }
 
 // blocks reports whether w must stay before later, which cannot move
@@ -103,7 +115,6 @@ func (p *pipeline) enqueue(w queuedWrite) {
 				x.rows.rows = append(x.rows.rows, w.rows.rows...)
 				x.rows.ids = append(x.rows.ids, w.rows.ids...)
 				x.touches = append(x.touches, w.touches...)
-				x.joined = true
 				return
 			}
 			if x.blocks(&w) {
@@ -114,48 +125,85 @@ func (p *pipeline) enqueue(w queuedWrite) {
 	p.queue = append(p.queue, w)
 }
 
-// sendable returns the write as it is sent: a joined write becomes the
-// statement of all its rows.
-func (w *queuedWrite) sendable() queuedWrite {
-	if !w.joined {
+// sendable returns the write as it is sent: a write of rows becomes the
+// statement of all its rows (its own and those that joined it), held
+// when it waited in a queue.
+func (w *queuedWrite) sendable(held bool) queuedWrite {
+	if w.rows == nil {
 		return *w
 	}
-	return w.rows.statement(w.rows.rows)
+	return w.rows.statement(w.rows.rows, held)
+}
+
+// heldVerb is verb (INSERT or UPDATE) as a statement of n rows on table
+// begins; held says it waited in a pipeline's queue. A held statement of
+// several rows on SQLite takes verb OR FAIL, whatever the table: with
+// ABORT, the default, SQLite would keep a statement journal (a copy of
+// each page the statement changes) to undo the earlier rows when a later
+// one fails, and a held write that fails fails its transaction (the
+// caller rolls back, store.Tx.Flush), which undoes them anyway.
+func heldVerb(s *Store, verb, table string, held bool, n int) string {
+	if held && n > 1 && s.dialect == store.DialectSQLite {
+		return verb + " OR FAIL"
+	}
+	return s.statementVerb(verb, table)
+}
+
+// pow2Chunks cuts rows into pieces whose lengths are powers of two,
+// longest first (13 rows: 8, 4, 1), so that the statements of a kind
+// have few texts: SQLite keeps each text's prepared statement
+// (sqlitedialect), and a text per number of rows would crowd its cache.
+func pow2Chunks(rows []any) [][]any {
+	var out [][]any
+	for len(rows) > 0 {
+		n := 1
+		for n*2 <= len(rows) {
+			n *= 2
+		}
+		out = append(out, rows[:n])
+		rows = rows[n:]
+	}
+	return out
 }
 
 // insertWrite is the queued INSERT of rows into table, which other
 // inserts of the same columns may join. Rows whose first column is "id"
 // touch those ids; others (the count deltas) only add.
 func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedWrite {
-	query, args := insertStatement(s, table, columns, rows)
-	w := queuedWrite{what: "insert into " + table, query: query, args: args}
 	t := touch{table: table}
 	if columns[0] == "id" {
 		for _, r := range rows {
 			id, ok := r[0].(int64)
 			if !ok {
-				return w // an id of another type: blocks, joins nothing
+				// An id of another type: blocks, joins nothing.
+				query, args := insertStatement(s.statementVerb("INSERT", table), table, columns, rows)
+				return queuedWrite{what: "insert into " + table, query: query, args: args}
 			}
 			t.ids = append(t.ids, id)
 		}
 	} else {
 		t.adds = true
 	}
-	w.touches = []touch{t}
+	w := queuedWrite{touches: []touch{t}}
 	w.rows = &rowsWrite{
 		kind: "insert " + table + " " + strings.Join(columns, ","),
 		ids:  t.ids,
-		statement: func(joined []any) queuedWrite {
+		rows: make([]any, len(rows)),
+		statement: func(joined []any, held bool) queuedWrite {
 			all := make([][]any, len(joined))
 			for i, r := range joined {
 				all[i] = r.([]any) //nolint:forcetypeassert // rows below are []any
 			}
-			query, args := insertStatement(s, table, columns, all)
-			return queuedWrite{what: fmt.Sprintf("insert %d rows into %s", len(all), table), query: query, args: args}
+			query, args := insertStatement(heldVerb(s, "INSERT", table, held, len(all)), table, columns, all)
+			what := "insert into " + table
+			if len(all) > 1 {
+				what = fmt.Sprintf("insert %d rows into %s", len(all), table)
+			}
+			return queuedWrite{what: what, query: query, args: args}
 		},
 	}
-	for _, r := range rows {
-		w.rows.rows = append(w.rows.rows, r)
+	for i, r := range rows {
+		w.rows.rows[i] = r
 	}
 	return w
 }
@@ -182,21 +230,22 @@ func versionedWrite(s *Store, table, what string, id, expected int64, set map[st
 	for _, col := range columns {
 		row.values = append(row.values, set[col])
 	}
-	w := versionedStatement(s, table, what, columns, []versionedRow{row})
-	w.touches = []touch{{table: table, ids: []int64{id}}}
-	w.rows = &rowsWrite{
-		kind: "update " + table + " " + strings.Join(columns, ","),
-		rows: []any{row},
-		ids:  []int64{id},
-		statement: func(joined []any) queuedWrite {
-			rows := make([]versionedRow, len(joined))
-			for i, r := range joined {
-				rows[i] = r.(versionedRow) //nolint:forcetypeassert // rows above are versionedRow
-			}
-			return versionedStatement(s, table, what, columns, rows)
+	return queuedWrite{
+		touches: []touch{{table: table, ids: []int64{id}}},
+		rows: &rowsWrite{
+			kind:    "update " + table + " " + strings.Join(columns, ","),
+			rows:    []any{row},
+			ids:     []int64{id},
+			counted: true,
+			statement: func(joined []any, held bool) queuedWrite {
+				rows := make([]versionedRow, len(joined))
+				for i, r := range joined {
+					rows[i] = r.(versionedRow) //nolint:forcetypeassert // rows above are versionedRow
+				}
+				return versionedStatement(s, table, what, columns, rows, held)
+			},
 		},
 	}
-	return w
 }
 
 // versionedStatement is the UPDATE of rows of table, each from its
@@ -205,10 +254,10 @@ func versionedWrite(s *Store, table, what string, id, expected int64, set map[st
 // …), and their versions are checked the same way. It must change every
 // row; when it does not, failed reads the versions and names the first
 // row that had moved on or did not exist.
-func versionedStatement(s *Store, table, what string, columns []string, rows []versionedRow) queuedWrite {
+func versionedStatement(s *Store, table, what string, columns []string, rows []versionedRow, held bool) queuedWrite {
 	var q strings.Builder
 	args := make([]any, 0, len(rows)*(2*len(columns)+3))
-	q.WriteString("UPDATE `" + table + "` SET ")
+	q.WriteString(heldVerb(s, "UPDATE", table, held, len(rows)) + " `" + table + "` SET ")
 	if len(rows) == 1 {
 		for c, col := range columns {
 			q.WriteString("`" + col + "` = ?, ")
@@ -277,12 +326,12 @@ type processedRow struct {
 	at time.Time
 }
 
-// markStatement is the UPDATE that marks events processed at their
+// markStatement is the UPDATE (verb) that marks events processed at their
 // times, as owner's when owner is not "".
-func markStatement(rows []processedRow, owner string) (string, []any) {
+func markStatement(verb string, rows []processedRow, owner string) (string, []any) {
 	var q strings.Builder
 	args := make([]any, 0, 3*len(rows)+1)
-	q.WriteString("UPDATE `" + tableEvents + "` SET `processed_at` = ")
+	q.WriteString(verb + " `" + tableEvents + "` SET `processed_at` = ")
 	if sameTime(rows) {
 		q.WriteString("?")
 		args = append(args, dbTime(rows[0].at))
@@ -318,14 +367,14 @@ func sameTime(rows []processedRow) bool {
 // markWrite is the queued processed mark of events, which later marks
 // of the same owner may join. With an owner it must mark every event (the
 // claims are the owner's); otherwise a claim was lost (ErrLeaseLost).
-func markWrite(ids []int64, at time.Time, owner string) queuedWrite {
+func markWrite(s *Store, ids []int64, at time.Time, owner string) queuedWrite {
 	ids = slices.Sorted(maps.Keys(uniqueIDs(ids)))
 	rows := make([]processedRow, len(ids))
 	for i, id := range ids {
 		rows[i] = processedRow{id: id, at: at}
 	}
-	statement := func(rows []processedRow) queuedWrite {
-		query, args := markStatement(rows, owner)
+	statement := func(rows []processedRow, held bool) queuedWrite {
+		query, args := markStatement(heldVerb(s, "UPDATE", tableEvents, held, len(rows)), rows, owner)
 		w := queuedWrite{what: fmt.Sprintf("mark %d events processed", len(rows)), query: query, args: args}
 		if owner != "" {
 			claimed := int64(len(rows))
@@ -340,21 +389,46 @@ func markWrite(ids []int64, at time.Time, owner string) queuedWrite {
 		}
 		return w
 	}
-	w := statement(rows)
-	w.touches = []touch{{table: tableEvents, ids: ids}}
+	w := queuedWrite{touches: []touch{{table: tableEvents, ids: ids}}}
 	w.rows = &rowsWrite{
-		kind: "processed " + owner,
-		ids:  ids,
-		statement: func(joined []any) queuedWrite {
+		kind:    "processed " + owner,
+		ids:     ids,
+		rows:    make([]any, len(rows)),
+		counted: owner != "",
+		statement: func(joined []any, held bool) queuedWrite {
 			all := make([]processedRow, len(joined))
 			for i, r := range joined {
 				all[i] = r.(processedRow) //nolint:forcetypeassert // rows below are processedRow
 			}
-			return statement(all)
+			return statement(all, held)
 		},
 	}
-	for _, r := range rows {
-		w.rows.rows = append(w.rows.rows, r)
+	for i, r := range rows {
+		w.rows.rows[i] = r
 	}
 	return w
+}
+
+// clearEndWrite is the UPDATE that clears the end time of process
+// instance id where it has one, which later ones may join: on SQLite it
+// stands in for `ended_at` = NULL in the versioned update of an instance
+// whose state stays (UpdateProcessInstance), so that a row without an
+// end time, the usual one, is not written and its index entry not
+// rewritten.
+func clearEndWrite(s *Store, id int64) queuedWrite {
+	return queuedWrite{
+		touches: []touch{{table: tableProcessInstances, ids: []int64{id}}},
+		rows: &rowsWrite{
+			kind: "clear end " + tableProcessInstances,
+			rows: []any{id},
+			ids:  []int64{id},
+			statement: func(joined []any, held bool) queuedWrite {
+				args := make([]any, len(joined))
+				copy(args, joined)
+				query := heldVerb(s, "UPDATE", tableProcessInstances, held, len(joined)) + " `" + tableProcessInstances +
+					"` SET `ended_at` = NULL WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(joined)), ",") + ") AND `ended_at` IS NOT NULL"
+				return queuedWrite{what: fmt.Sprintf("clear the end time of %d process instances", len(joined)), query: query, args: args}
+			},
+		},
+	}
 }

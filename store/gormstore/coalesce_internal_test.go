@@ -26,7 +26,7 @@ func TestHeldWritesJoin(t *testing.T) {
 	instance := func(id, expected int64, state string) queuedWrite {
 		return versionedWrite(s, tableProcessInstances, "process instance", id, expected, map[string]any{"state": state, "updated_at": at})
 	}
-	mark := func(owner string, ids ...int64) queuedWrite { return markWrite(ids, at, owner) }
+	mark := func(owner string, ids ...int64) queuedWrite { return markWrite(s, ids, at, owner) }
 	count := func(id int64) queuedWrite {
 		return queuedWrite{query: "INSERT … SELECT", touches: []touch{{table: tableInstanceCountDeltas, adds: true}, {table: tableProcessInstances, ids: []int64{id}}}}
 	}
@@ -99,7 +99,7 @@ func TestHeldWritesJoin(t *testing.T) {
 		t.Parallel()
 		p := enqueue(mark("node-1", 1), mark("node-2", 2), mark("node-1", 3, 3))
 		require.Equal(t, []string{"processed node-1 ×2", "processed node-2 ×1"}, kinds(p))
-		w := p.queue[0].sendable()
+		w := p.queue[0].sendable(true)
 		require.True(t, w.rowsOK(2))
 		require.False(t, w.rowsOK(1), "each claimed event must be marked")
 	})

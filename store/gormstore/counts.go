@@ -203,7 +203,7 @@ func (s *Store) FoldInstanceCounts(ctx context.Context, limit int) (int, error) 
 			ids[i] = d.ID
 		}
 		for chunk := range slices.Chunk(sums.rows(), batchSize) {
-			query, args := insertStatement(s, tableInstanceCounts, countColumns, chunk)
+			query, args := insertStatement(s.statementVerb("INSERT", tableInstanceCounts), tableInstanceCounts, countColumns, chunk)
 			if s.dialect == store.DialectMySQL {
 				query += " ON DUPLICATE KEY UPDATE `n` = `n` + VALUES(`n`)"
 			} else {

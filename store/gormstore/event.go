@@ -51,7 +51,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []store.Event) ([]store
 	return out, nil
 }
 
-// AppendEvents implements store.Tx: on a pipelined MySQL transaction the
+// AppendEvents implements store.Tx: on a pipelined transaction the
 // insert waits in the queue, where the inserts of the other members of a
 // group commit join it (coalesce.go); elsewhere it is InsertEvents.
 func (s *Store) AppendEvents(ctx context.Context, events []store.Event) ([]store.Event, error) {
@@ -217,7 +217,7 @@ func (s *Store) MarkEventsProcessed(ctx context.Context, params store.MarkEvents
 	// A plain statement: the engine marks an event on every step. Later
 	// marks of the same owner may join it on a pipelined transaction
 	// (coalesce.go).
-	return s.write(ctx, markWrite(params.IDs, params.ProcessedAt, params.Owner))
+	return s.write(ctx, markWrite(s, params.IDs, params.ProcessedAt, params.Owner))
 }
 
 func uniqueIDs(ids []int64) map[int64]bool {

@@ -111,9 +111,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 	defer s.gate.leave()
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx); ok && s.pipelined && !nested {
+		if sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx); ok && (s.pipelined || s.dialect == store.DialectSQLite) && !nested {
 			pool, _ := tx.ConnPool.(*sql.DB)
-			tx.Statement.ConnPool = &pipeline{tx: sqlTx, pool: pool}
+			tx.Statement.ConnPool = &pipeline{tx: sqlTx, pool: pool, oneByOne: !s.pipelined}
 		}
 		fnErr = fn(ctx, &Store{db: tx, dialect: s.dialect, readCommitted: s.readCommitted, pipelined: s.pipelined})
 		return fnErr
@@ -281,7 +281,7 @@ func createBatch[M any](ctx context.Context, s *Store, models []M) error {
 // transaction (a savepoint when nested), so that the rows are all or
 // nothing.
 //
-// One chunk is a write that needs no result, queued on a pipelined MySQL
+// One chunk is a write that needs no result, queued on a pipelined
 // transaction (pipeline.go).
 func insertRows(ctx context.Context, s *Store, table string, columns []string, rows [][]any) error {
 	if len(rows) == 0 || len(rows) > batchSize {
@@ -293,11 +293,11 @@ func insertRows(ctx context.Context, s *Store, table string, columns []string, r
 	return s.write(ctx, insertWrite(s, table, columns, rows))
 }
 
-// insertStatement is the multi-row INSERT of rows into table.
-func insertStatement(s *Store, table string, columns []string, rows [][]any) (string, []any) {
+// insertStatement is the multi-row INSERT (verb) of rows into table.
+func insertStatement(verb, table string, columns []string, rows [][]any) (string, []any) {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?,", len(columns)), ",") + ")"
 	var q strings.Builder
-	q.WriteString(s.statementVerb("INSERT", table) + " INTO `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES ")
+	q.WriteString(verb + " INTO `" + table + "` (`" + strings.Join(columns, "`,`") + "`) VALUES ")
 	args := make([]any, 0, len(rows)*len(columns))
 	for i, r := range rows {
 		if i > 0 {
@@ -320,7 +320,7 @@ func insertChunks(ctx context.Context, s *Store, table string, columns []string,
 	all := func(db *gorm.DB) error {
 		for start := 0; start < len(rows); start += batchSize {
 			chunk := rows[start:min(start+batchSize, len(rows))]
-			query, args := insertStatement(s, table, columns, chunk)
+			query, args := insertStatement(s.statementVerb("INSERT", table), table, columns, chunk)
 			if err := insert(db, query, args, len(chunk)); err != nil {
 				return err
 			}
@@ -397,7 +397,7 @@ func DBOf(tx store.Tx) (*gorm.DB, error) {
 
 // HostDB returns the *gorm.DB of tx, with ctx, for a host's code that runs inside
 // it (the engine hands its transaction to the host's applications and
-// hooks through it). On a pipelined MySQL transaction the writes tx holds
+// hooks through it). On a pipelined transaction the writes tx holds
 // back are sent, in a round trip of their own, before the first statement
 // of the host's code, and not at all when it sends none (an application
 // that does not touch the database). When one of them fails, that

@@ -26,7 +26,7 @@ func (s *Store) InsertProcessInstance(ctx context.Context, inst store.ProcessIns
 // InsertProcessInstances implements store.Tx: multi-row INSERTs of at
 // most batchSize rows, with the caller's ids, and the change of the
 // counts per state (counts.go), in one transaction. Rows without a start
-// key are a write that needs no result (queued on a pipelined MySQL
+// key are a write that needs no result (queued on a pipelined
 // transaction, pipeline.go); a row with one is sent at once, so that a
 // key already stored is the caller's ErrDuplicate rather than a later
 // statement's.
@@ -122,13 +122,31 @@ func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdatePr
 			from = states[0]
 		}
 	}
-	v, err := s.updateVersioned(ctx, tableProcessInstances, "process instance", params.ID, params.ExpectedVersion, map[string]any{
+	set := map[string]any{
 		"state":      params.State,
 		"diagnosis":  params.Diagnosis,
 		"tokens":     dbBytes(params.Tokens),
 		"updated_at": dbTime(params.UpdatedAt),
 		"ended_at":   dbTimePtr(params.EndedAt),
-	})
+	}
+	// SQLite rewrites the entries of every index on a column the SET
+	// names, whether its value changes or not: state is in four of the
+	// table's indexes, ended_at in one. An update that keeps the state
+	// (most of them: every step of a running instance) leaves both out
+	// of the UPDATE, and clears a stored end time, when there is one, in
+	// a statement that changes no row otherwise (clearEndWrite).
+	clearEnd := false
+	if s.dialect == store.DialectSQLite && from != "" && from == params.State {
+		delete(set, "state")
+		if params.EndedAt == nil {
+			delete(set, "ended_at")
+			clearEnd = true
+		}
+	}
+	v, err := s.updateVersioned(ctx, tableProcessInstances, "process instance", params.ID, params.ExpectedVersion, set)
+	if err == nil && clearEnd {
+		err = s.write(ctx, clearEndWrite(s, params.ID))
+	}
 	if err != nil || from == params.State || from == "" {
 		// No row at ExpectedVersion: updateVersioned failed, or fails
 		// when a pipelined transaction sends it.

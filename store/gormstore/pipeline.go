@@ -36,6 +36,14 @@ import (
 // interpolateParams (the statements are sent as text; the server cannot
 // prepare several statements as one), which OpenMySQL sets unless the DSN
 // says otherwise. A pool without them runs every statement at once.
+//
+// A SQLite transaction holds its writes the same way, for what the
+// joining of coalesce.go saves: SQLite runs in the process, so there is
+// no round trip, but each statement costs its bind, step and reset, and
+// the writes of a group commit's members join into one statement per
+// kind. Its queue is sent one statement at a time (oneByOne), each
+// checked by its own row count, before any other statement and before
+// the commit.
 
 // queuedWrite is a write that may wait in a pipeline's queue.
 type queuedWrite struct {
@@ -55,14 +63,13 @@ type queuedWrite struct {
 	// write.
 	touches []touch
 	// rows, when not nil, lets a later write of the same kind join this
-	// one; joined says one did, and the write is then sent as
-	// rows.statement of all the rows.
-	rows   *rowsWrite
-	joined bool
+	// one; the write is then sent as rows.statement of all the rows (its
+	// query is built only then, sendable).
+	rows *rowsWrite
 }
 
 // write runs w on s's connection or transaction: queued when s is a
-// pipelined MySQL transaction, at once otherwise. Its errors say what w
+// pipelined transaction (MySQL's or SQLite's), at once otherwise. Its errors say what w
 // does; those of a queued write come from the statement, Flush or commit
 // that sends it.
 func (s *Store) write(ctx context.Context, w queuedWrite) error {
@@ -70,6 +77,7 @@ func (s *Store) write(ctx context.Context, w queuedWrite) error {
 		p.enqueue(w)
 		return nil
 	}
+	w = w.sendable(false)
 	res, err := s.db.Statement.ConnPool.ExecContext(ctx, s.native(w.query), w.args...)
 	if err != nil || w.rowsOK == nil {
 		return wrap(err, "%s", w.what)
@@ -109,13 +117,17 @@ func isStoreError(err error) bool {
 	return false
 }
 
-// pipeline is the gorm.ConnPool of a pipelined MySQL transaction: the
+// pipeline is the gorm.ConnPool of a pipelined transaction: the
 // *sql.Tx underneath gorm, with the queue of writes waiting to be sent.
 // Like the transaction, it is for one goroutine at a time.
 type pipeline struct {
 	tx    *sql.Tx
 	pool  *sql.DB // the pool tx was begun on, for gorm's DB()
 	queue []queuedWrite
+	// oneByOne: the queue is sent as its statements one after another,
+	// each checked by its own result, and before any other statement
+	// (SQLite: no round trip to save, only the joining pays).
+	oneByOne bool
 	// err is the error of a held write that a host's code saw first
 	// (hostPool). Once set, every later statement and the commit fail
 	// with it, so that the host's code cannot commit the transaction
@@ -145,7 +157,7 @@ var errNoRowCount = errors.New("gormstore: pipelined batch: no row count for a q
 func (p *pipeline) take() (query string, args []any, checked []queuedWrite) {
 	var q strings.Builder
 	for i := range p.queue {
-		w := p.queue[i].sendable()
+		w := p.queue[i].sendable(true)
 		if i > 0 {
 			q.WriteString(";\n")
 		}
@@ -238,6 +250,9 @@ func (p *pipeline) send(ctx context.Context) error {
 	if len(p.queue) == 0 {
 		return nil
 	}
+	if p.oneByOne {
+		return p.sendEach(ctx)
+	}
 	query, args, checked := p.take()
 	if len(checked) == 0 {
 		_, err := p.tx.ExecContext(ctx, query, args...)
@@ -253,6 +268,47 @@ func (p *pipeline) send(ctx context.Context) error {
 	}
 	if more {
 		return closeWith(rows, fmt.Errorf("gormstore: pipelined batch: a result set after the row counts"))
+	}
+	return nil
+}
+
+// sendEach sends the queue one statement at a time and checks each
+// one's row count as it goes. The queue is emptied first: a failed check
+// may read through the pipeline.
+func (p *pipeline) sendEach(ctx context.Context) error {
+	queue := p.queue
+	p.queue = nil
+	for i := range queue {
+		if queue[i].rows == nil {
+			if err := p.exec(ctx, queue[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, rows := range pow2Chunks(queue[i].rows.rows) {
+			if err := p.exec(ctx, queue[i].rows.statement(rows, true)); err != nil {
+				return err
+			}
+		}
+	}
+	if p.queue == nil {
+		p.queue = queue[:0]
+	}
+	return nil
+}
+
+// exec runs w in the transaction and checks its row count.
+func (p *pipeline) exec(ctx context.Context, w queuedWrite) error {
+	res, err := p.tx.ExecContext(ctx, w.query, w.args...)
+	if err != nil || w.rowsOK == nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if !w.rowsOK(n) {
+		return w.failed(ctx)
 	}
 	return nil
 }
@@ -273,8 +329,14 @@ func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (
 	if len(p.queue) == 0 {
 		return p.tx.ExecContext(ctx, query, args...)
 	}
-	for _, w := range p.queue {
-		if w.rowsOK != nil {
+	if p.oneByOne {
+		if err := p.flush(ctx); err != nil {
+			return nil, err
+		}
+		return p.tx.ExecContext(ctx, query, args...)
+	}
+	for i := range p.queue {
+		if p.queue[i].counted() {
 			if err := p.flush(ctx); err != nil {
 				return nil, err
 			}
@@ -296,6 +358,12 @@ func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) 
 		return nil, p.err
 	}
 	if len(p.queue) == 0 {
+		return p.tx.QueryContext(ctx, query, args...)
+	}
+	if p.oneByOne {
+		if err := p.flush(ctx); err != nil {
+			return nil, err
+		}
 		return p.tx.QueryContext(ctx, query, args...)
 	}
 	batch, batchArgs, checked := p.take()

@@ -21,7 +21,7 @@ var savepoints atomic.Uint64
 // and Savepoint's caller must know when the transaction is lost. Over a
 // pool, fn runs in a transaction of its own (InTx).
 //
-// On a pipelined MySQL transaction the writes queued before the savepoint
+// On a pipelined transaction the writes queued before the savepoint
 // are sent and checked first (Flush), and ROLLBACK TO SAVEPOINT drops
 // those fn queued (pipeline.ExecContext).
 func (s *Store) Savepoint(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (failed, err error) {

@@ -126,10 +126,12 @@ type stmt interface {
 // second run of the same SQL meanwhile gets a statement of its own.
 //
 // It also writes the text of a time.Time argument itself when the DSN
-// keeps the driver's default format (plainTimes), formatting each distinct
-// time once: the engine binds one timestamp to every row of a multi-row
-// INSERT (a run's history has dozens), and the driver would format it
-// again for each.
+// keeps the driver's default format (plainTimes), and keeps the texts of
+// the last few times it wrote: the engine binds one timestamp to every
+// row of a multi-row INSERT (a run's history has dozens), and a group
+// commit sends the rows of several runs, each with its own time, in one
+// statement per table, one table after another; the driver would format
+// each time again for every row and table.
 type cachingConn struct {
 	conn
 	size  int
@@ -137,8 +139,18 @@ type cachingConn struct {
 	bySQL map[string]*list.Element
 
 	plainTimes bool
-	lastTime   time.Time // the time lastText is the text of
-	lastText   string
+	times      [timeTexts]timeText // the texts of recent times, a ring
+	nextTime   int                 // where the next one goes in times
+}
+
+// timeTexts is how many recent times a connection keeps the text of:
+// more than the runs of a group commit.
+const timeTexts = 64
+
+// timeText is a time and the text the driver would write for it.
+type timeText struct {
+	t    time.Time
+	text string
 }
 
 type cachedStmt struct {
@@ -170,11 +182,26 @@ func (c *cachingConn) formatTimes(args []driver.NamedValue) {
 		if !ok {
 			continue
 		}
-		if t != c.lastTime || c.lastText == "" {
-			c.lastTime, c.lastText = t, t.String()
-		}
-		args[i].Value = c.lastText
+		args[i].Value = c.timeText(t)
 	}
+}
+
+// timeText returns the text of t, formatting it when it is not one of
+// the recent times.
+func (c *cachingConn) timeText(t time.Time) string {
+	// Newest first: a statement's rows mostly repeat the time just used.
+	for k := range timeTexts {
+		i := (c.nextTime - 1 - k + timeTexts) % timeTexts
+		// ==, not Equal: the text also shows the zone and a monotonic
+		// reading, which Equal ignores.
+		if e := &c.times[i]; e.text != "" && e.t == t { //nolint:staticcheck // see above
+			return e.text
+		}
+	}
+	text := t.String()
+	c.times[c.nextTime] = timeText{t: t, text: text}
+	c.nextTime = (c.nextTime + 1) % timeTexts
+	return text
 }
 
 // prepared returns the cached statement for query, preparing it when

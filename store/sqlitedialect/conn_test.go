@@ -488,12 +488,18 @@ func TestStatementCacheContextCanceled(t *testing.T) {
 // that the stored text is what the driver writes itself (the cache off),
 // with the default time format and with a DSN that chooses another. The
 // same time is bound several times in a row, and a time that differs only
-// in its zone, so the connection's memo of the last formatted time must
-// not mix them up.
+// in its zone, so the connection's memo of recent formatted times must
+// not mix them up; then more distinct times than the memo holds, and the
+// first ones again.
 func TestTimeArguments(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 24, 1, 35, 51, 714965000, time.UTC)
-	times := []time.Time{at, at, at.In(time.FixedZone("CET", 3600)), at.Add(time.Microsecond), at.Add(time.Hour), at}
+	cet := at.In(time.FixedZone("CET", 3600))
+	times := []time.Time{at, at, cet, at.Add(time.Microsecond), at.Add(time.Hour), at}
+	for k := range 100 {
+		times = append(times, at.Add(time.Duration(k+2)*time.Millisecond))
+	}
+	times = append(times, cet, at)
 	for _, dsnQuery := range []string{pragmas, pragmas + "&_time_format=sqlite"} {
 		stored := map[string][]string{} // by cache setting
 		for _, cs := range cacheSizes {
