@@ -272,8 +272,9 @@ type Config struct {
 	// one each, and nothing else changes: each step is still a run of
 	// its own, with its own history, records and observations, a step
 	// that fails is rolled back alone and handled as if it had run on its
-	// own, and the steps before it commit. A chain yields to process
-	// control waiting for the database. Zero takes DefaultChainSteps;
+	// own, and the steps before it commit. A chain runs only while its
+	// transaction is alone on its commit lane: under load, group commit
+	// shares the commits instead. Zero takes DefaultChainSteps;
 	// negative turns chains off (every step commits on its own).
 	ChainSteps int
 	// Retention deletes finished instances some time after they ended,

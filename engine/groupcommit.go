@@ -197,6 +197,14 @@ func (g *groupCommitter) waiting(ctx context.Context) bool {
 	return len(l.queue) > l.running
 }
 
+// alone reports whether the group running on the lane is one request
+// and nobody waits behind it: a chain (chain.go) runs only then.
+func (l *commitLane) alone() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running <= 1 && len(l.queue) <= l.running
+}
+
 // run executes a group in one database transaction and sets each
 // member's err. It returns how many members ran: fewer than the group
 // when a group of normal requests yielded to a critical one (the others
