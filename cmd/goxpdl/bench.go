@@ -490,21 +490,9 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 			printErr(stderr, "goxpdl bench: stop: %v\n", err)
 		}
 	}()
-	var dep engine.Deployment
-	if target.src != nil {
-		dep, err = e.Deploy(ctx, target.src)
-	} else {
-		var deps []engine.Deployment
-		if deps, err = e.DeployFiles(ctx, opts.files...); err == nil {
-			dep = deps[target.index]
-		}
-	}
-	if err != nil {
-		printErr(stderr, "goxpdl bench: deploy: %v\n", err)
-		if errors.Is(err, xpdl.ErrInvalid) {
-			return exitProblems
-		}
-		return exitUsage
+	dep, code := deployBenchTarget(ctx, e, target, opts, stderr)
+	if code != exitOK {
+		return code
 	}
 	before := e.Stats()
 
@@ -973,4 +961,30 @@ func allProcesses(pkgs []*xpdl.Package) []*xpdl.Process {
 		out = append(out, pkg.Processes...)
 	}
 	return out
+}
+
+// deployBenchTarget deploys the workload's definition on e: the built-in
+// workload's package or the --file files (the deployment of the first
+// file's process). It returns the deployment, or the exit status of a
+// definition that is invalid (exitProblems) or cannot be deployed
+// (exitUsage), reported on stderr.
+func deployBenchTarget(ctx context.Context, e *engine.Engine, target benchTarget, opts benchOptions, stderr io.Writer) (engine.Deployment, int) {
+	var dep engine.Deployment
+	var err error
+	if target.src != nil {
+		dep, err = e.Deploy(ctx, target.src)
+	} else {
+		var deps []engine.Deployment
+		if deps, err = e.DeployFiles(ctx, opts.files...); err == nil {
+			dep = deps[target.index]
+		}
+	}
+	if err != nil {
+		printErr(stderr, "goxpdl bench: deploy: %v\n", err)
+		if errors.Is(err, xpdl.ErrInvalid) {
+			return dep, exitProblems
+		}
+		return dep, exitUsage
+	}
+	return dep, exitOK
 }

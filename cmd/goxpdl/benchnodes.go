@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/store/gormstore"
 	"github.com/goxpdl/goxpdl/timer"
-	"github.com/goxpdl/goxpdl/xpdl"
 )
 
 // "goxpdl bench --nodes M" runs the workload on M engine nodes, each an
@@ -279,23 +277,8 @@ func deployForNodes(ctx context.Context, opts benchOptions, target benchTarget, 
 		printErr(stderr, "goxpdl bench: %v\n", err)
 		return 0, exitUsage
 	}
-	var dep engine.Deployment
-	if target.src != nil {
-		dep, err = e.Deploy(ctx, target.src)
-	} else {
-		var deps []engine.Deployment
-		if deps, err = e.DeployFiles(ctx, opts.files...); err == nil {
-			dep = deps[target.index]
-		}
-	}
-	if err != nil {
-		printErr(stderr, "goxpdl bench: deploy: %v\n", err)
-		if errors.Is(err, xpdl.ErrInvalid) {
-			return 0, exitProblems
-		}
-		return 0, exitUsage
-	}
-	return dep.ID, exitOK
+	dep, code := deployBenchTarget(ctx, e, target, opts, stderr)
+	return dep.ID, code
 }
 
 // benchNode is the owner's handle on one node process.
