@@ -736,6 +736,7 @@ func (r *run) callTools(a *act) (exception string, err error) {
 // call calls an application or hook function, observing how long it
 // took and how it ended.
 func (r *run) call(fn ApplicationFunc, call *Call) (map[string]any, error) {
+	r.calledApps = true
 	if r.e.observer == nil && r.e.tracer == nil {
 		return callSafely(r.ctx, fn, call)
 	}

@@ -111,7 +111,6 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		link.began = e.clock.Now()
 		for attempt := 0; ; attempt++ {
 			var r *run
-			before := len(*calls)
 			failed, err := tx.Savepoint(ctx, func(ctx context.Context, tx store.Tx) error {
 				r = e.newRun(ctx, tx, "engine")
 				r.calls = calls
@@ -144,7 +143,7 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 					continue
 				}
 			}
-			link.err, link.calling = failed, len(*calls) > before || attempt > 0
+			link.err, link.calling = failed, r.calledApps || attempt > 0
 			break
 		}
 		if link.r == nil {

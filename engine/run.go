@@ -128,6 +128,9 @@ type run struct {
 	// observed are the observations for Config.Observer, handed over
 	// once the run's transaction committed (nil without an observer).
 	observed []func(Observer)
+	// calledApps says the run called an application or a hook
+	// (run.call).
+	calledApps bool
 	// preloaded, when set, is the instance a chained step (chain.go)
 	// starts from: as the step before it left it, in this transaction,
 	// which the engine's cache of committed instances does not hold yet.
