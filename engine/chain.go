@@ -121,14 +121,8 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 				if err != nil {
 					return err
 				}
-				if w == nil {
-					return r.flushUnchanged()
-				}
-				if err := w.drain(); err != nil {
-					return err
-				}
-				r = w
-				return r.flush(false)
+				r, err = r.write(w, false)
+				return err
 			})
 			if err != nil {
 				return links, err

@@ -217,24 +217,8 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 			if err != nil {
 				return err
 			}
-			if w == nil {
-				// Nothing to write but the mark of the event handled, if
-				// any, and the audit entry of a command that found its
-				// work done before.
-				return r.flushUnchanged()
-			}
-			if w != r {
-				w.processed, r.processed = r.processed, 0
-				w.audits, r.audits = append(r.audits, w.audits...), nil
-			}
-			r = w // what follows the commit is about the run written
-			if err := r.drain(); err != nil {
-				return err
-			}
-			if r.pi.ID == 0 {
-				return r.flushDetached(hostTx != nil)
-			}
-			if err := r.flush(hostTx != nil); err != nil || !chain {
+			// What follows the commit is about the run written.
+			if r, err = r.write(w, hostTx != nil); err != nil || w == nil || r.pi.ID == 0 || !chain {
 				return err
 			}
 			links, err = e.chain(ctx, tx, r, &calls, prior)
@@ -303,6 +287,29 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 		}
 		return nil
 	}
+}
+
+// write finishes the work of the body that was given r and returned w
+// (see body) and returns the run it wrote: for nil, r, of which only the
+// mark of its event and its audit entry are written (flushUnchanged);
+// otherwise w, with r's mark and audit entries, its activity-set work
+// drained, and written (flush, or flushDetached for a run without an
+// instance).
+func (r *run) write(w *run, hosted bool) (*run, error) {
+	if w == nil {
+		return r, r.flushUnchanged()
+	}
+	if w != r {
+		w.processed, r.processed = r.processed, 0
+		w.audits, r.audits = append(r.audits, w.audits...), nil
+	}
+	if err := w.drain(); err != nil {
+		return w, err
+	}
+	if w.pi.ID == 0 {
+		return w, w.flushDetached(hosted)
+	}
+	return w, w.flush(hosted)
 }
 
 // deliver hands the observations of a committed run to the observer.
