@@ -65,7 +65,15 @@ func (e *Engine) chainable(pi int64, ev store.Event) bool {
 // its lane (a group of several, or requests waiting). It returns the
 // links it made; an error only when a savepoint itself failed, which
 // fails the transaction.
-func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]ApplicationCalled, prior map[int64]*chainLink) ([]*chainLink, error) {
+//
+// The savepoints are deferred (store.Tx.DeferredSavepoint): a step that
+// succeeds leaves its writes held, to be sent with the next step's or at
+// the commit, and one that fails before any of its writes were sent is
+// undone without a statement. A step's held write that fails later fails
+// the transaction, as a commit that fails does: every step runs again,
+// then in checked savepoints (strict, for a transaction run again), so
+// that such a failure is the failing step's alone.
+func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]ApplicationCalled, prior map[int64]*chainLink, strict bool) ([]*chainLink, error) {
 	if e.chainSteps <= 0 || first.pi.ID == 0 || first.state().IsFinal() {
 		return nil, nil
 	}
@@ -97,10 +105,12 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		ev := queue[0]
 		queue = queue[1:]
 		link := &chainLink{ev: ev, doomed: map[string]failure{}, actIDs: map[string]int64{}}
+		ranBefore := false
 		if p := prior[ev.ID]; p != nil {
-			// The transaction runs again (a group replayed, a conflict):
-			// the step keeps what it learnt, and the IDs it gave.
-			link.doomed, link.actIDs = p.doomed, p.actIDs
+			// The transaction runs again (a group replayed, a conflict,
+			// a failed commit): the step keeps what it learnt, and the
+			// IDs it gave; it may have called applications.
+			link.doomed, link.actIDs, ranBefore = p.doomed, p.actIDs, p.calling || p.r != nil && p.r.calledApps
 		}
 		links = append(links, link)
 		var p payload
@@ -111,11 +121,15 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		link.began = e.clock.Now()
 		for attempt := 0; ; attempt++ {
 			var r *run
-			failed, err := tx.Savepoint(ctx, func(ctx context.Context, tx store.Tx) error {
+			savepoint := tx.DeferredSavepoint
+			if strict {
+				savepoint = tx.Savepoint
+			}
+			failed, err := savepoint(ctx, func(ctx context.Context, tx store.Tx) error {
 				r = e.newRun(ctx, tx, "engine")
 				r.calls = calls
 				r.doomed, r.actIDs = link.doomed, link.actIDs
-				r.rerun = attempt > 0
+				r.rerun = attempt > 0 || ranBefore
 				r.preloaded = &cur
 				w, err := e.eventBody(ev, p)(r)
 				if err != nil {

@@ -221,7 +221,7 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 			if r, err = r.write(w, hostTx != nil); err != nil || w == nil || r.pi.ID == 0 || !chain {
 				return err
 			}
-			links, err = e.chain(ctx, tx, r, &calls, prior)
+			links, err = e.chain(ctx, tx, r, &calls, prior, bodies > 1)
 			return err
 		}
 		var err error

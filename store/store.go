@@ -537,6 +537,22 @@ type Tx interface {
 	// its own. On a Store outside a transaction, fn runs in a transaction
 	// of its own, committed when fn succeeds.
 	Savepoint(ctx context.Context, fn func(ctx context.Context, tx Tx) error) (failed, err error)
+
+	// DeferredSavepoint is Savepoint for a caller that can run the whole
+	// transaction again: the writes fn leaves held back when it succeeds
+	// stay held, and are checked only when they are sent, with later
+	// writes (the next statement that wants a result, Flush, the commit).
+	// A held write that fails then fails whatever sent it, and the
+	// caller rolls the transaction back: once a text that crossed a
+	// standing deferred savepoint has failed, every later statement, every
+	// rollback to a savepoint and the commit fail too, with
+	// ErrHeldWrite. In return it costs nothing when fn sends nothing: no
+	// statement sets, releases or rolls back a savepoint that fn's writes
+	// never reached the database behind, and fn's writes may be joined
+	// with others (MySQL, SQLite). When fn fails, what it wrote is undone
+	// and failed is fn's error, as with Savepoint. Stores that hold no
+	// writes back implement it as Savepoint.
+	DeferredSavepoint(ctx context.Context, fn func(ctx context.Context, tx Tx) error) (failed, err error)
 }
 
 // InsertDefinitionParams are the arguments of Tx.InsertDefinition.

@@ -136,6 +136,34 @@ type pipeline struct {
 	// decide.) ROLLBACK TO SAVEPOINT clears it: the savepoint's statement
 	// sent everything before it.
 	err error
+	// marks are the deferred savepoints standing (deferred.go), outermost
+	// first; those whose SAVEPOINT statement was sent come before those
+	// whose was not.
+	marks []queueMark
+	// doomed is the error of a text sent across a deferred savepoint's
+	// mark that failed: every later statement, rollback to a savepoint
+	// and the commit fail with it, and only Rollback ends it.
+	doomed error
+}
+
+// failure is the error every statement fails with before it is sent: the
+// transaction is doomed, or a host's code saw a held write fail.
+func (p *pipeline) failure() error {
+	if p.doomed != nil {
+		return p.doomed
+	}
+	return p.err
+}
+
+// sentAcross marks err, the error of a text that carried held writes, as
+// dooming the transaction when the text crossed a deferred savepoint's
+// mark (marked: outgoing cut the queue at one).
+func (p *pipeline) sentAcross(marked bool, err error) error {
+	err = held(err)
+	if marked && err != nil {
+		p.doomed = err
+	}
+	return err
 }
 
 var (
@@ -156,8 +184,9 @@ var errNoRowCount = errors.New("gormstore: pipelined batch: no row count for a q
 // writes in the order of their counts in the answer.
 func (p *pipeline) take() (query string, args []any, checked []queuedWrite) {
 	var q strings.Builder
-	for i := range p.queue {
-		w := p.queue[i].sendable(true)
+	queue := p.outgoing()
+	for i := range queue {
+		w := queue[i].sendable(true)
 		if i > 0 {
 			q.WriteString(";\n")
 		}
@@ -239,10 +268,11 @@ func held(err error) error {
 
 // flush sends the queue, if any, and checks the row counts.
 func (p *pipeline) flush(ctx context.Context) error {
-	if p.err != nil {
-		return p.err
+	if err := p.failure(); err != nil {
+		return err
 	}
-	return held(p.send(ctx))
+	marked := p.unsentMarks()
+	return p.sentAcross(marked, p.send(ctx))
 }
 
 // send is flush without the mark on its error.
@@ -276,7 +306,7 @@ func (p *pipeline) send(ctx context.Context) error {
 // one's row count as it goes. The queue is emptied first: a failed check
 // may read through the pipeline.
 func (p *pipeline) sendEach(ctx context.Context) error {
-	queue := p.queue
+	queue := p.outgoing()
 	p.queue = nil
 	for i := range queue {
 		if queue[i].rows == nil {
@@ -320,11 +350,14 @@ func (p *pipeline) exec(ctx context.Context, w queuedWrite) error {
 // SAVEPOINT statement sent the queue before it.
 func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(query)), "ROLLBACK TO") {
+		if p.doomed != nil {
+			return nil, p.doomed
+		}
 		p.queue, p.err = p.queue[:0], nil
 		return p.tx.ExecContext(ctx, query, args...)
 	}
-	if p.err != nil {
-		return nil, p.err
+	if err := p.failure(); err != nil {
+		return nil, err
 	}
 	if len(p.queue) == 0 {
 		return p.tx.ExecContext(ctx, query, args...)
@@ -343,10 +376,11 @@ func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (
 			return p.tx.ExecContext(ctx, query, args...)
 		}
 	}
+	marked := p.unsentMarks()
 	batch, batchArgs, _ := p.take()
 	res, err := p.tx.ExecContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
 	if err != nil {
-		return nil, held(err)
+		return nil, p.sentAcross(marked, err)
 	}
 	return res, nil
 }
@@ -354,8 +388,8 @@ func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (
 // QueryContext implements gorm.ConnPool: the queued writes and their row
 // counts go in one text with query, whose rows are returned.
 func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if p.err != nil {
-		return nil, p.err
+	if err := p.failure(); err != nil {
+		return nil, err
 	}
 	if len(p.queue) == 0 {
 		return p.tx.QueryContext(ctx, query, args...)
@@ -366,13 +400,14 @@ func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) 
 		}
 		return p.tx.QueryContext(ctx, query, args...)
 	}
+	marked := p.unsentMarks()
 	batch, batchArgs, checked := p.take()
 	rows, err := p.tx.QueryContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
 	if err == nil {
 		_, err = readCounts(ctx, rows, checked)
 	}
 	if err != nil {
-		return nil, held(err)
+		return nil, p.sentAcross(marked, err)
 	}
 	return rows, nil
 }
@@ -408,7 +443,7 @@ func (p *pipeline) Commit() error {
 
 // Rollback implements gorm.TxCommitter; the queue is dropped.
 func (p *pipeline) Rollback() error {
-	p.queue = p.queue[:0]
+	p.queue, p.marks, p.doomed = p.queue[:0], nil, nil
 	return p.tx.Rollback()
 }
 

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("InTx", h.testInTx)
 	t.Run("Flush", h.testFlush)
 	t.Run("Savepoint", h.testSavepoint)
+	t.Run("DeferredSavepoint", h.testDeferredSavepoint)
 	t.Run("DatabaseFile", h.testDatabaseFile)
 	t.Run("Time", h.testTime)
 	t.Run("CaseSensitiveKeys", h.testCaseSensitiveKeys)
