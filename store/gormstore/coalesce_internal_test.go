@@ -1,6 +1,7 @@
 package gormstore
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,82 @@ func TestHeldWritesJoin(t *testing.T) {
 		p := enqueue(ws...)
 		require.Len(t, p.queue, 2)
 		require.Len(t, p.queue[0].rows.rows, batchSize)
+	})
+}
+
+// Deferred savepoints' marks (deferred.go) on a queue that is never
+// sent: writes join across a mark, a rollback to an unsent mark cuts the
+// joined rows back, and the text sent across marks puts each SAVEPOINT
+// between the rows before it and those after it.
+func TestHeldWritesAcrossMarks(t *testing.T) {
+	t.Parallel()
+	s := &Store{dialect: store.DialectMySQL}
+	history := func(ids ...int64) queuedWrite {
+		var rows [][]any
+		for _, id := range ids {
+			rows = append(rows, []any{id, "x"})
+		}
+		return insertWrite(s, tableHistory, []string{"id", "subject"}, rows)
+	}
+	// ids lists the history ids of each write of the queue as sent.
+	ids := func(ws []queuedWrite) []string {
+		var out []string
+		for _, w := range ws {
+			if w.rows == nil {
+				out = append(out, w.query)
+				continue
+			}
+			var row []string
+			for _, r := range w.rows.rows {
+				row = append(row, strconv.FormatInt(r.([]any)[0].(int64), 10)) //nolint:forcetypeassert // rows above
+			}
+			out = append(out, strings.Join(row, ","))
+		}
+		return out
+	}
+
+	t.Run("joined across marks, cut back at a rollback", func(t *testing.T) {
+		t.Parallel()
+		p := &pipeline{}
+		p.enqueue(history(1))
+		outer := p.setMark("a")
+		p.enqueue(history(2))
+		inner := p.setMark("b")
+		p.enqueue(history(3, 4))
+		require.Len(t, p.queue, 1, "one write for the three steps")
+		require.NoError(t, p.rollbackToMark(t.Context(), inner))
+		require.Equal(t, []string{"1,2"}, ids(p.queue))
+		require.Equal(t, []touch{{table: tableHistory, ids: []int64{1}}, {table: tableHistory, ids: []int64{2}}}, p.queue[0].touches)
+		p.enqueue(history(5))
+		p.releaseMark(outer)
+		require.Empty(t, p.marks)
+		require.Equal(t, []string{"1,2,5"}, ids(p.outgoing()))
+	})
+	t.Run("joined rows split at the marks when sent", func(t *testing.T) {
+		t.Parallel()
+		p := &pipeline{}
+		p.enqueue(history(1))
+		p.setMark("a")
+		p.enqueue(history(2, 3))
+		p.setMark("b")
+		p.enqueue(history(4))
+		require.Len(t, p.queue, 1)
+		require.Equal(t, []string{"1", "SAVEPOINT a", "2,3", "SAVEPOINT b", "4"}, ids(p.outgoing()))
+	})
+	t.Run("sent across marks", func(t *testing.T) {
+		t.Parallel()
+		p := &pipeline{}
+		p.enqueue(history(1))
+		p.enqueue(queuedWrite{query: "UPDATE other"})
+		p.setMark("a")
+		p.enqueue(history(2))
+		p.enqueue(queuedWrite{query: "UPDATE another"})
+		p.setMark("b")
+		p.enqueue(history(3))
+		require.Equal(t, []string{"1", "UPDATE other", "SAVEPOINT a", "2", "UPDATE another", "SAVEPOINT b", "3"}, ids(p.outgoing()))
+		for _, m := range p.marks {
+			require.True(t, m.sent)
+		}
+		require.False(t, p.unsentMarks())
 	})
 }

@@ -83,6 +83,55 @@ func ExampleStore_Savepoint() {
 	// committed: third
 }
 
+// Steps of a unit that can run again as a whole, each in a deferred
+// savepoint: a step that fails is undone alone, and the writes of those
+// that succeed wait, joined, for the commit (one multi-row INSERT here),
+// with no statement for any savepoint.
+func ExampleStore_DeferredSavepoint() {
+	ctx := context.Background()
+	s, closeDB := openExample(ctx)
+	defer closeDB()
+
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	errRefused := errors.New("refused")
+	err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+		for i, step := range []string{"first", "refused", "third"} {
+			failed, err := tx.DeferredSavepoint(ctx, func(ctx context.Context, tx store.Tx) error {
+				if err := tx.InsertHistory(ctx, []store.HistoryEntry{{
+					ID: int64(i + 1), ProcessInstanceID: 1, Subject: store.SubjectProcess, ToState: step, At: now,
+				}}); err != nil {
+					return err
+				}
+				if step == "refused" {
+					return errRefused // after its write: the write goes
+				}
+				return nil
+			})
+			if err != nil {
+				return err // the transaction is lost: run it again
+			}
+			fmt.Println(step, "failed:", failed)
+		}
+		return nil // a held write that fails now fails the commit
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	hist, err := s.ListHistory(ctx, store.ListHistoryParams{ProcessInstanceID: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range hist {
+		fmt.Println("committed:", h.ToState)
+	}
+	// Output:
+	// first failed: <nil>
+	// refused failed: refused
+	// third failed: <nil>
+	// committed: first
+	// committed: third
+}
+
 // Code that has only the store.Tx gets the transaction's *gorm.DB back,
 // to write tables of its own in the same transaction.
 func ExampleDBOf() {
