@@ -108,7 +108,7 @@ func (p *pipeline) outgoing() []queuedWrite {
 	}
 	out := make([]queuedWrite, 0, len(p.queue)+len(p.marks)*2)
 	done := make([]int, len(p.queue)) // rows of each joining write already out
-	next := 0                          // the first write not yet out (other than joined rows)
+	next := 0                         // the first write not yet out (other than joined rows)
 	emit := func(i, end int) {
 		w := &p.queue[i]
 		if w.rows == nil {
