@@ -85,9 +85,19 @@ func (p *pipeline) rollbackToMark(ctx context.Context, depth int) error {
 		}
 		return nil
 	}
-	p.queue = p.queue[:0]
+	// Everything queued, and a held write's failure a host's code saw
+	// (err), came after the SAVEPOINT was sent.
+	p.queue, p.err = p.queue[:0], nil
 	_, err := p.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+m.name)
 	return err
+}
+
+// idle reports whether nothing waits to be sent: no held write, and no
+// mark whose SAVEPOINT must reach the server before any other statement
+// does (a statement sent past it would come before the savepoint, and a
+// rollback to it would not undo it).
+func (p *pipeline) idle() bool {
+	return len(p.queue) == 0 && !p.unsentMarks()
 }
 
 // unsentMarks reports whether a mark stands whose SAVEPOINT statement

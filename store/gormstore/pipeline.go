@@ -277,7 +277,7 @@ func (p *pipeline) flush(ctx context.Context) error {
 
 // send is flush without the mark on its error.
 func (p *pipeline) send(ctx context.Context) error {
-	if len(p.queue) == 0 {
+	if p.idle() {
 		return nil
 	}
 	if p.oneByOne {
@@ -359,7 +359,7 @@ func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (
 	if err := p.failure(); err != nil {
 		return nil, err
 	}
-	if len(p.queue) == 0 {
+	if p.idle() {
 		return p.tx.ExecContext(ctx, query, args...)
 	}
 	if p.oneByOne {
@@ -391,7 +391,7 @@ func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) 
 	if err := p.failure(); err != nil {
 		return nil, err
 	}
-	if len(p.queue) == 0 {
+	if p.idle() {
 		return p.tx.QueryContext(ctx, query, args...)
 	}
 	if p.oneByOne {

@@ -190,6 +190,44 @@ func (h *harness) testDeferredSavepoint(t *testing.T) {
 		require.Equal(t, []string{"outer", "deferred ok", "checked ok", "deferred ok again", "outer end"}, marks(t, b.ctx, b.s, pi.ID))
 	})
 
+	t.Run("MarkOnAnEmptyQueue", func(t *testing.T) {
+		// Nothing is held when the deferred savepoint is set, and the
+		// first statement inside it is another savepoint's or a read:
+		// the deferred one must still reach the database first.
+		b := h.setup(t)
+		pi := newProcessInstance(t, b, 1)
+		require.NoError(t, b.s.InTx(b.ctx, func(ctx context.Context, tx store.Tx) error {
+			require.NoError(t, tx.Flush(ctx))
+			failed, err := tx.DeferredSavepoint(ctx, func(ctx context.Context, tx store.Tx) error {
+				failed, err := tx.Savepoint(ctx, func(ctx context.Context, tx store.Tx) error {
+					if err := mark(ctx, tx, pi.ID, "inner, checked"); err != nil {
+						return err
+					}
+					return move(ctx, tx, pi.ID, 1, "Running", "Suspended")
+				})
+				require.NoError(t, errors.Join(failed, err))
+				return errBoom
+			})
+			require.NoError(t, err)
+			require.Same(t, errBoom, failed)
+			require.Empty(t, marks(t, ctx, tx, pi.ID))
+
+			failed, err = tx.DeferredSavepoint(ctx, func(ctx context.Context, tx store.Tx) error {
+				require.Empty(t, marks(t, ctx, tx, pi.ID))
+				require.NoError(t, mark(ctx, tx, pi.ID, "after a read"))
+				require.Equal(t, []string{"after a read"}, marks(t, ctx, tx, pi.ID))
+				return errBoom
+			})
+			require.NoError(t, err)
+			require.Same(t, errBoom, failed)
+			return mark(ctx, tx, pi.ID, "after")
+		}))
+		require.Equal(t, []string{"after"}, marks(t, b.ctx, b.s, pi.ID))
+		st, v := state(t, b, pi.ID)
+		require.Equal(t, "Running", st)
+		require.Equal(t, int64(1), v)
+	})
+
 	t.Run("HeldWriteFailsTheCommit", func(t *testing.T) {
 		b := h.setup(t)
 		pi := newProcessInstance(t, b, 1)
