@@ -34,6 +34,16 @@ const DefaultChainSteps = 16
 // earlier attempt may have called applications (maybeCalled), so an
 // application declared Retryable=false is not called twice.
 
+// chainMode is how a chain runs.
+type chainMode struct {
+	// strict: in checked savepoints (Tx.Savepoint), for a transaction
+	// run again, rather than deferred ones.
+	strict bool
+	// critical: the chain follows a critical step, in a worker of the
+	// critical pool.
+	critical bool
+}
+
 // chainLink is one event a chain processed, or tried to.
 type chainLink struct {
 	ev store.Event
@@ -73,7 +83,11 @@ func (e *Engine) chainable(pi int64, ev store.Event) bool {
 // the transaction, as a commit that fails does: every step runs again,
 // then in checked savepoints (strict, for a transaction run again), so
 // that such a failure is the failing step's alone.
-func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]ApplicationCalled, prior map[int64]*chainLink, strict bool) ([]*chainLink, error) {
+//
+// A chain may follow a critical step (an instance's process.schedule,
+// processed by the critical pool): its steps then run in that pool's
+// worker, so it stops as soon as a critical event waits for one.
+func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]ApplicationCalled, prior map[int64]*chainLink, mode chainMode) ([]*chainLink, error) {
 	if e.chainSteps <= 0 || first.pi.ID == 0 || first.state().IsFinal() {
 		return nil, nil
 	}
@@ -96,6 +110,9 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 			// commit shares the commits now, and a chained step's
 			// savepoint would send the group's held writes one by one.
 			break
+		}
+		if mode.critical && e.sched.CriticalWaiting() > 0 {
+			break // process control waits for this worker
 		}
 		if e.sched.Queued(first.pi.ID) > 0 {
 			// Another event of the instance waits: it comes first, as
@@ -122,7 +139,7 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		for attempt := 0; ; attempt++ {
 			var r *run
 			savepoint := tx.DeferredSavepoint
-			if strict {
+			if mode.strict {
 				savepoint = tx.Savepoint
 			}
 			failed, err := savepoint(ctx, func(ctx context.Context, tx store.Tx) error {

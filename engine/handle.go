@@ -66,7 +66,10 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 	// The rows this step writes sort after the event that caused it, even
 	// when the node that published it runs its clock ahead of this one's.
 	e.ids.Observe(ev.ID)
-	err := e.transactChain(ctx, nil, "engine", ev.Critical, true, e.eventBody(ev, p))
+	// A critical event's steps do not chain, but for an instance's
+	// process.schedule: the steps after it start the instance's work.
+	chain := !ev.Critical || ev.Kind == evSchedule
+	err := e.transactChain(ctx, nil, "engine", ev.Critical, chain, e.eventBody(ev, p))
 	if errors.Is(err, store.ErrLeaseLost) {
 		// Another node has the event now, or processed it already (a
 		// second delivery): it is theirs.
@@ -181,7 +184,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 // in the engine's own transaction) the events the run sends its own
 // instance are processed in the same transaction (chain.go).
 func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor string, critical, chain bool, fn body) error {
-	chain = chain && hostTx == nil && !critical && e.chainSteps > 0
+	chain = chain && hostTx == nil && e.chainSteps > 0
 	var links []*chainLink
 	prior := map[int64]*chainLink{} // the links of earlier attempts, by event
 	doomed := map[string]failure{}
@@ -221,7 +224,7 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 			if r, err = r.write(w, hostTx != nil); err != nil || w == nil || r.pi.ID == 0 || !chain {
 				return err
 			}
-			links, err = e.chain(ctx, tx, r, &calls, prior, bodies > 1)
+			links, err = e.chain(ctx, tx, r, &calls, prior, chainMode{strict: bodies > 1, critical: critical})
 			return err
 		}
 		var err error

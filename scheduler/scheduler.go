@@ -278,6 +278,16 @@ func (s *Scheduler) Queued(instance int64) int {
 	return 0
 }
 
+// CriticalWaiting returns how many mailboxes wait for a worker of the
+// critical pool. A chain that runs in a critical worker (the steps after
+// an instance's process.schedule) stops when another waits, so that
+// process control is not kept waiting behind an instance's steps.
+func (s *Scheduler) CriticalWaiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting[critical]
+}
+
 // deliverLocked queues an event of a process instance in its mailbox.
 func (s *Scheduler) deliverLocked(ev store.Event) {
 	mb := s.mailboxes[ev.ProcessInstanceID]
