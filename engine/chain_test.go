@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,4 +133,83 @@ func TestChainedStepThatFailsIsRetriedAlone(t *testing.T) {
 		require.Len(t, rows, 10)
 		require.Positive(t, chained.h.e.Stats().Chained)
 	})
+}
+
+// stepsAlone counts, per instance, the activity.start events processed
+// in a transaction of their own (not chained).
+type stepsAlone struct {
+	engine.NopObserver
+	mu sync.Mutex
+	n  map[int64]int
+}
+
+func (o *stepsAlone) EventProcessed(ev engine.EventProcessed) {
+	if ev.Kind != engine.EventKindActivityStart || ev.Chained || ev.Result != engine.EventDone {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n[ev.Instance]++
+}
+
+func (o *stepsAlone) of(id int64) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[id]
+}
+
+// A chain after an instance's process.schedule runs in the critical
+// pool's worker: it stops when process control waits for that worker.
+// With one critical worker, instance A's S1 holds it (its application
+// waits) while B's schedule, critical, waits for it: A's chain stops
+// after S1, and S2 runs in a transaction of its own. Without anything
+// waiting, an instance's steps all chain after its schedule. (Not on
+// SQLite, whose one writer would keep B from starting while A's
+// transaction is open.)
+func TestChainAfterScheduleGivesWayToProcessControl(t *testing.T) {
+	t.Parallel()
+	for _, d := range dbtest.Dialects {
+		if d.Name == "SQLite" {
+			continue
+		}
+		t.Run(d.Name, func(t *testing.T) {
+			t.Parallel()
+			chainGivesWay(t, d.Open(t))
+		})
+	}
+}
+
+func chainGivesWay(t *testing.T, db *gorm.DB) {
+	alone := &stepsAlone{n: map[int64]int{}}
+	h := newHarness(t, db, func(c *engine.Config) {
+		c.CriticalWorkers = 1
+		c.Observer = alone
+	})
+	var gating atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	h.e.RegisterApplication("risky", func(_ context.Context, c *engine.Call) (map[string]any, error) {
+		if c.ActivityID == "S1" && gating.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+		return nil, nil
+	})
+	h.start()
+	h.deploy(seqToolPackage("giveway", 3))
+
+	free := h.startProcess("giveway", "", nil)
+	h.requireState(free, wftype.ProcessCompleted)
+	require.Zero(t, alone.of(free), "with nothing waiting, S1 ... S3 chain after the schedule")
+
+	gating.Store(true)
+	a := h.startProcess("giveway", "", nil)
+	<-entered // A's S1 holds the critical worker, in its schedule's chain
+	b := h.startProcess("giveway", "", nil)
+	waitFor(t, "B's schedule waiting for the critical worker", func() bool {
+		return h.e.Stats().Scheduler.CriticalWaiting > 0
+	})
+	close(release)
+	h.requireState(a, wftype.ProcessCompleted)
+	h.requireState(b, wftype.ProcessCompleted)
+	require.Positive(t, alone.of(a), "A's chain stopped after S1: S2 ran on its own")
 }
