@@ -87,6 +87,7 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 func (e *Engine) eventBody(ev store.Event, p payload) body {
 	return func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
+		r.inlineStarts = true
 		if e.maybeCalled.take(ev.ID) {
 			// A chained step of ev failed after calling an application.
 			r.rerun = true
@@ -116,7 +117,7 @@ func (e *Engine) eventBody(ev store.Event, p payload) body {
 			}
 			return r, nil
 		case evSubprocess:
-			return r, r.subprocessEnded(p.Activity, p.Child)
+			return r, r.subprocessEnded(p.Activity, p.Child, p.End)
 		case evTimer:
 			return r, r.timerFired(p.Timer)
 		case evSignal:
@@ -361,7 +362,7 @@ func (r *run) terminate() error {
 		}
 	}
 	if r.pi.ParentInstanceID != nil && r.pi.ParentActivityID != nil {
-		r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID}, false)
+		r.tellParent()
 	}
 	return nil
 }
