@@ -298,7 +298,7 @@ func (r *run) subprocessEnded(activityID, childID int64, end *childEnd) error {
 		return fmt.Errorf("subflow instance %d: process %s is not in definition %d", childID, end.Process, end.Definition)
 	}
 	sf := a.def.SubFlow
-	defer r.produce(a)() // an instance of a loop keeps its OUT parameters (countersign.go)
+	defer r.produce(a)()                 // an instance of a loop keeps its OUT parameters (countersign.go)
 	var stored map[string]store.Variable // read when an OUT parameter comes back
 	for j, fp := range proc.FormalParameters {
 		if j >= len(sf.ActualParameters) || fp.Mode == xpdl.ModeIn {
