@@ -87,7 +87,10 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 func (e *Engine) eventBody(ev store.Event, p payload) body {
 	return func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
-		r.inlineStarts = true
+		// The engine's own step starts the control-path activities it
+		// makes ready (scheduleStart), but a critical one (process
+		// control) stays short: they get events, for the normal pool.
+		r.inlineStarts = !ev.Critical
 		if e.maybeCalled.take(ev.ID) {
 			// A chained step of ev failed after calling an application.
 			r.rerun = true

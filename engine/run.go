@@ -123,9 +123,10 @@ type run struct {
 	keyBase string
 	// inlineStarts lets the top-level activities this run makes ready
 	// start in its transaction when that is the engine's own quick work
-	// (scheduleStart): set for the engine's own steps (an event's run,
-	// and the subflows it schedules), not for a command, whose actor
-	// the next steps are not.
+	// (scheduleStart): set for the engine's own steps on the normal pool
+	// (an event's run, and the subflows it schedules), not for a
+	// command, whose actor the next steps are not, nor for process
+	// control, which stays short.
 	inlineStarts bool
 	// startEmitted says this run sent an activity.start for its instance:
 	// the activities it makes ready after that get one too, so that they
