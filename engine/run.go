@@ -585,10 +585,12 @@ func (r *run) setOf(sc flow.Scope) string {
 // an activity set, or when the run is the engine's own step
 // (inlineStarts), a's start is the engine's own quick work (a route, an
 // event, offering work, creating a child instance: startsOnControlPath)
-// and no activity made ready before it waits for an event; else by an
-// activity.start event of its own, on the normal pool.
+// and nothing comes before it: no activity this run made ready waits for
+// an event, and no event of the instance waits in its mailbox (those are
+// handled first, as they would have been before a's own event); else by
+// an activity.start event of its own, on the normal pool.
 func (r *run) scheduleStart(a *act) {
-	if a.scope.Block != 0 || r.inlineStarts && !r.startEmitted && startsOnControlPath(a.def) {
+	if a.scope.Block != 0 || r.inlineStarts && !r.startEmitted && startsOnControlPath(a.def) && r.e.sched.Queued(r.pi.ID) == 0 {
 		r.inline = append(r.inline, a)
 		return
 	}
