@@ -588,7 +588,9 @@ func (r *run) setOf(sc flow.Scope) string {
 // and nothing comes before it: no activity this run made ready waits for
 // an event, and no event of the instance waits in its mailbox (those are
 // handled first, as they would have been before a's own event); else by
-// an activity.start event of its own, on the normal pool.
+// an activity.start event of its own, on the normal pool. (When the run
+// called the host's code, drain moves its time past the call first: a
+// starts after it, and the deadlines it arms count from then.)
 func (r *run) scheduleStart(a *act) {
 	if a.scope.Block != 0 || r.inlineStarts && !r.startEmitted && startsOnControlPath(a.def) && r.e.sched.Queued(r.pi.ID) == 0 {
 		r.inline = append(r.inline, a)
@@ -648,6 +650,14 @@ func (r *run) drain() error {
 		if n >= maxInline {
 			r.emitStart(a)
 			continue
+		}
+		if a.scope.Block == 0 && r.calledApps {
+			// A top-level activity made ready after the host's code ran
+			// starts when it starts, as it would by an event of its own,
+			// not at the run's time from before the call.
+			if now := r.e.now(); now.After(r.now) {
+				r.now = now
+			}
 		}
 		if err := r.startActivity(a); err != nil {
 			return err
