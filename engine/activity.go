@@ -557,7 +557,7 @@ func (r *run) endProcess(cmd machine.ProcessCommand, diagnosis string) error {
 		}
 	}
 	if r.pi.ParentInstanceID != nil && r.pi.ParentActivityID != nil {
-		r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID}, false)
+		r.tellParent()
 	}
 	return nil
 }

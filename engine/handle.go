@@ -90,6 +90,10 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 func (e *Engine) eventBody(ev store.Event, p payload) body {
 	return func(r *run) (*run, error) {
 		r.redelivered = ev.Attempts > 1
+		// The engine's own step starts the control-path activities it
+		// makes ready (scheduleStart), but a critical one (process
+		// control) stays short: they get events, for the normal pool.
+		r.inlineStarts = !ev.Critical
 		if e.maybeCalled.take(ev.ID) {
 			// A chained step of ev failed after calling an application.
 			r.rerun = true
@@ -119,7 +123,7 @@ func (e *Engine) eventBody(ev store.Event, p payload) body {
 			}
 			return r, nil
 		case evSubprocess:
-			return r, r.subprocessEnded(p.Activity, p.Child)
+			return r, r.subprocessEnded(p.Activity, p.Child, p.End)
 		case evTimer:
 			return r, r.timerFired(p.Timer)
 		case evSignal:
@@ -364,7 +368,7 @@ func (r *run) terminate() error {
 		}
 	}
 	if r.pi.ParentInstanceID != nil && r.pi.ParentActivityID != nil {
-		r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID}, false)
+		r.tellParent()
 	}
 	return nil
 }

@@ -116,6 +116,22 @@ type run struct {
 	// created counts the activities this run created, by scope and
 	// definition, to give each a key that a rerun gives it again.
 	created map[string]int
+	// keyBase begins the keys of the top-level activities this run
+	// creates: empty, or for a subflow created and scheduled in its
+	// parent's transaction, the key of the parent's activity, so that
+	// the keys of one transaction's instances differ (doomed).
+	keyBase string
+	// inlineStarts lets the top-level activities this run makes ready
+	// start in its transaction when that is the engine's own quick work
+	// (scheduleStart): set for the engine's own steps on the normal pool
+	// (an event's run, and the subflows it schedules), not for a
+	// command, whose actor the next steps are not, nor for process
+	// control, which stays short.
+	inlineStarts bool
+	// startEmitted says this run sent an activity.start for its instance:
+	// the activities it makes ready after that get one too, so that they
+	// start in the order they became ready.
+	startEmitted bool
 	// actIDs maps the activities an earlier attempt of this transaction
 	// created (by instance and act.key) to the IDs it gave them, so that
 	// a rerun gives each the same ID (its applications' idempotency keys
@@ -222,6 +238,20 @@ type payload struct {
 	Record *Record `json:"record,omitempty"`
 	// Signal is the signal an evSignal event delivers to Activity.
 	Signal *signalPayload `json:"signal,omitempty"`
+	// End is how Child ended (evSubprocess), so that its parent need not
+	// read it back; nil in the events of earlier versions, whose parent
+	// reads the child.
+	End *childEnd `json:"end,omitempty"`
+}
+
+// childEnd is how a subflow instance ended: its final state (or
+// Locking), its diagnosis, and the process it ran, for its OUT
+// parameters.
+type childEnd struct {
+	State      string `json:"state"`
+	Diagnosis  string `json:"diagnosis,omitempty"`
+	Definition int64  `json:"definition"`
+	Process    string `json:"process"`
 }
 
 func (e *Engine) newRun(ctx context.Context, tx store.Tx, actor string) *run {
@@ -506,7 +536,7 @@ func (r *run) createActivity(sc flow.Scope, def *xpdl.Activity, schedule bool) (
 		row.BlockInstanceID = &block
 		row.ActivitySetID = r.setOf(sc)
 	}
-	prefix := ""
+	prefix := r.keyBase
 	if sc.Block != 0 {
 		if block := r.activity(sc.Block); block != nil {
 			prefix = block.key
@@ -551,8 +581,18 @@ func (r *run) setOf(sc flow.Scope) string {
 	return ""
 }
 
+// scheduleStart starts a in this transaction (drain) when it is inside
+// an activity set, or when the run is the engine's own step
+// (inlineStarts), a's start is the engine's own quick work (a route, an
+// event, offering work, creating a child instance: startsOnControlPath)
+// and nothing comes before it: no activity this run made ready waits for
+// an event, and no event of the instance waits in its mailbox (those are
+// handled first, as they would have been before a's own event); else by
+// an activity.start event of its own, on the normal pool. (When the run
+// called the host's code, drain moves its time past the call first: a
+// starts after it, and the deadlines it arms count from then.)
 func (r *run) scheduleStart(a *act) {
-	if a.scope.Block != 0 {
+	if a.scope.Block != 0 || r.inlineStarts && !r.startEmitted && startsOnControlPath(a.def) && r.e.sched.Queued(r.pi.ID) == 0 {
 		r.inline = append(r.inline, a)
 		return
 	}
@@ -561,6 +601,7 @@ func (r *run) scheduleStart(a *act) {
 
 // emitStart queues the event that starts a in a transaction of its own.
 func (r *run) emitStart(a *act) {
+	r.startEmitted = true
 	r.emit(r.pi.ID, evActivityStart, payload{Activity: a.row.ID}, false)
 }
 
@@ -609,6 +650,14 @@ func (r *run) drain() error {
 		if n >= maxInline {
 			r.emitStart(a)
 			continue
+		}
+		if a.scope.Block == 0 && r.calledApps {
+			// A top-level activity made ready after the host's code ran
+			// starts when it starts, as it would by an event of its own,
+			// not at the run's time from before the call.
+			if now := r.e.now(); now.After(r.now) {
+				r.now = now
+			}
 		}
 		if err := r.startActivity(a); err != nil {
 			return err

@@ -30,6 +30,12 @@ type firedStart struct {
 type parentRef struct {
 	instance int64
 	activity *int64 // nil for ASYNCHR: nobody waits
+	// key is the key of the parent's activity (act.key), which begins
+	// the keys of the child's activities (run.keyBase).
+	key string
+	// inline: the parent's transaction schedules the child (startSubflow)
+	// rather than a process.schedule event of its own.
+	inline bool
 }
 
 // createInstance creates a process instance in state Initiated with its
@@ -63,6 +69,7 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		pi.ParentActivityID = parent.activity
 		pi.Depth = r0.pi.Depth + 1
 		pi.BusinessKey = r0.pi.BusinessKey // a subflow works on its parent's business
+		r.keyBase = "/" + parent.key + ">"
 	}
 	// Inserted at flush, as the run leaves it: nothing reads the row
 	// before (the run's own reads of its children go through
@@ -100,7 +107,9 @@ func (e *Engine) createInstance(r0 *run, dep *deployment, proc *xpdl.Process, gi
 		return nil, err
 	}
 	r.record(Record{Type: RecordProcessStarted, State: r.pi.State})
-	r.emit(r.pi.ID, evSchedule, schedule, true)
+	if parent == nil || !parent.inline {
+		r.emit(r.pi.ID, evSchedule, schedule, true)
+	}
 	return r, nil
 }
 
@@ -213,7 +222,7 @@ func (r *run) startSubflow(a *act) error {
 		in[fp.ID] = v
 	}
 	synchr := sf.Execution != xpdl.ExecAsynchr
-	parent := &parentRef{instance: r.pi.ID}
+	parent := &parentRef{instance: r.pi.ID, key: a.key, inline: r.inlineStarts}
 	if synchr {
 		id := a.row.ID
 		parent.activity = &id
@@ -226,16 +235,40 @@ func (r *run) startSubflow(a *act) error {
 		return r.fail(a, fmt.Sprintf("subflow %s: %v", proc.ID, err))
 	}
 	r.children = append(r.children, child)
+	if parent.inline {
+		// The engine's own step schedules the child in its transaction
+		// (no process.schedule of its own): its first activities that
+		// are the engine's own work start here too (a route, a subflow,
+		// offering work), the others get an activity.start of their own.
+		// An activity of the child that fails fails there, as it would
+		// in a transaction of its own (keyBase keeps its key apart).
+		child.inlineStarts = true
+		if err := child.schedule(payload{}); err != nil {
+			return err
+		}
+		if err := child.drain(); err != nil {
+			return err
+		}
+	}
 	if !synchr {
 		return r.complete(a, "")
 	}
 	return r.setActivity(a, machine.ActivityWait, "")
 }
 
+// tellParent sends the parent waiting for this instance (a SYNCHR
+// subflow) the event that it ended, with how it ended.
+func (r *run) tellParent() {
+	r.emit(*r.pi.ParentInstanceID, evSubprocess, payload{Activity: *r.pi.ParentActivityID, Child: r.pi.ID, End: &childEnd{
+		State: r.pi.State, Diagnosis: r.pi.Diagnosis, Definition: r.pi.DefinitionID, Process: r.pi.ProcessDefID,
+	}}, false)
+}
+
 // subprocessEnded handles the end of a SYNCHR child: OUT and INOUT
 // parameters come back and the activity completes; a child that was
-// terminated or deadlocked leaves the activity Abnormal.
-func (r *run) subprocessEnded(activityID, childID int64) error {
+// terminated or deadlocked leaves the activity Abnormal. end is how the
+// child ended, as its event tells (nil: the child is read).
+func (r *run) subprocessEnded(activityID, childID int64, end *childEnd) error {
 	if r.state().IsFinal() {
 		// The parent ended first (terminated, which terminated the
 		// child in turn): its Waiting activity stays as it was.
@@ -245,27 +278,36 @@ func (r *run) subprocessEnded(activityID, childID int64) error {
 	if a == nil || a.row.State != string(wftype.ActivityWaiting) || a.def.SubFlow == nil {
 		return nil // already handled, or the process moved on
 	}
-	child, err := r.snap.instance(childID)
+	if end == nil {
+		// An event of an earlier version: the child says.
+		child, err := r.snap.instance(childID)
+		if err != nil {
+			return err
+		}
+		end = &childEnd{State: child.State, Diagnosis: child.Diagnosis, Definition: child.DefinitionID, Process: child.ProcessDefID}
+	}
+	if end.State != string(wftype.ProcessCompleted) {
+		return r.failCause(a, CauseSubflow, fmt.Sprintf("subflow instance %d ended %s: %s", childID, end.State, end.Diagnosis))
+	}
+	dep, err := r.snap.definition(end.Definition)
 	if err != nil {
 		return err
 	}
-	if child.State != string(wftype.ProcessCompleted) {
-		return r.failCause(a, CauseSubflow, fmt.Sprintf("subflow instance %d ended %s: %s", child.ID, child.State, child.Diagnosis))
-	}
-	dep, err := r.snap.definition(child.DefinitionID)
-	if err != nil {
-		return err
-	}
-	proc := dep.pkg.Process(child.ProcessDefID)
-	stored, err := r.snap.variables(child.ID)
-	if err != nil {
-		return err
+	proc := dep.pkg.Process(end.Process)
+	if proc == nil {
+		return fmt.Errorf("subflow instance %d: process %s is not in definition %d", childID, end.Process, end.Definition)
 	}
 	sf := a.def.SubFlow
-	defer r.produce(a)() // an instance of a loop keeps its OUT parameters (countersign.go)
+	defer r.produce(a)()                 // an instance of a loop keeps its OUT parameters (countersign.go)
+	var stored map[string]store.Variable // read when an OUT parameter comes back
 	for j, fp := range proc.FormalParameters {
 		if j >= len(sf.ActualParameters) || fp.Mode == xpdl.ModeIn {
 			continue
+		}
+		if stored == nil {
+			if stored, err = r.snap.variables(childID); err != nil {
+				return err
+			}
 		}
 		sv, ok := stored[fp.ID]
 		if !ok {
