@@ -87,16 +87,32 @@ func (e *Engine) chainable(pi int64, ev store.Event) bool {
 // A chain may follow a critical step (an instance's process.schedule,
 // processed by the critical pool): its steps then run in that pool's
 // worker, so it stops as soon as a critical event waits for one.
-func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]ApplicationCalled, prior map[int64]*chainLink, mode chainMode) ([]*chainLink, error) {
+func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]ApplicationCalled, prior map[string]*chainLink, mode chainMode) ([]*chainLink, error) {
 	if e.chainSteps <= 0 || first.pi.ID == 0 || first.state().IsFinal() {
 		return nil, nil
 	}
 	lane, _ := ctx.Value(laneKey{}).(*commitLane)
+	// An earlier attempt of the transaction may have called applications
+	// in any of its chained steps; the events it chained had other IDs,
+	// and after a conflict other activities, so which step called what
+	// cannot always be told: as the first run of a transaction run again
+	// (run.rerun), every step of this chain is then a rerun.
+	calledBefore := false
+	for _, p := range prior {
+		calledBefore = calledBefore || p.calling || p.r != nil && p.r.calledApps
+	}
+	// queue holds the events the chain may process; unchained counts the
+	// events of the instance its steps sent that it will not (they wait
+	// for the commit, as in a mailbox).
 	var queue []store.Event
+	unchained := 0
 	take := func(r *run) {
 		for _, ev := range r.published {
-			if e.chainable(r.pi.ID, ev) {
+			switch {
+			case e.chainable(r.pi.ID, ev):
 				queue = append(queue, ev)
+			case ev.ProcessInstanceID == r.pi.ID:
+				unchained++
 			}
 		}
 	}
@@ -122,12 +138,11 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		ev := queue[0]
 		queue = queue[1:]
 		link := &chainLink{ev: ev, doomed: map[string]failure{}, actIDs: map[string]int64{}}
-		ranBefore := false
-		if p := prior[ev.ID]; p != nil {
-			// The transaction runs again (a group replayed, a conflict,
-			// a failed commit): the step keeps what it learnt, and the
-			// IDs it gave; it may have called applications.
-			link.doomed, link.actIDs, ranBefore = p.doomed, p.actIDs, p.calling || p.r != nil && p.r.calledApps
+		if p := prior[chainKey(ev)]; p != nil {
+			// The transaction runs again (a group replayed, a failed
+			// commit) and this step with it: it keeps what it learnt,
+			// and the IDs it gave.
+			link.doomed, link.actIDs = p.doomed, p.actIDs
 		}
 		links = append(links, link)
 		var p payload
@@ -146,7 +161,10 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 				r = e.newRun(ctx, tx, "engine")
 				r.calls = calls
 				r.doomed, r.actIDs = link.doomed, link.actIDs
-				r.rerun = attempt > 0 || ranBefore
+				r.rerun = attempt > 0 || calledBefore
+				// The events of the instance still to come before what
+				// this step makes ready (run.scheduleStart).
+				r.chainPending = len(queue) + unchained
 				r.preloaded = &cur
 				w, err := e.eventBody(ev, p)(r)
 				if err != nil {
@@ -239,6 +257,13 @@ func (e *Engine) observeChained(ctx context.Context, l *chainLink, result EventR
 		o.Lag = max(l.began.Sub(ready), 0)
 	}
 	e.observe(func(obs Observer) { obs.EventProcessed(o) })
+}
+
+// chainKey names a chained event by what it asks for rather than by its
+// ID, which an attempt of the transaction run again gives it anew: the
+// kind and the payload (the activity, whose ID a rerun keeps).
+func chainKey(ev store.Event) string {
+	return ev.Kind + " " + string(ev.Payload)
 }
 
 // calledSet remembers the events whose chained step failed after calling

@@ -190,7 +190,7 @@ func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, 
 func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor string, critical, chain bool, fn body) error {
 	chain = chain && hostTx == nil && e.chainSteps > 0
 	var links []*chainLink
-	prior := map[int64]*chainLink{} // the links of earlier attempts, by event
+	prior := map[string]*chainLink{} // the links of earlier attempts, by chainKey
 	doomed := map[string]failure{}
 	actIDs := map[string]int64{}
 	bodies := 0 // runs of the body, across attempts and group-commit replays
@@ -209,7 +209,7 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 		body := func(ctx context.Context, tx store.Tx) error {
 			bodies++
 			for _, l := range links {
-				prior[l.ev.ID] = l
+				prior[chainKey(l.ev)] = l
 			}
 			links = nil
 			r = e.newRun(ctx, tx, actor)

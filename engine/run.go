@@ -128,6 +128,10 @@ type run struct {
 	// command, whose actor the next steps are not, nor for process
 	// control, which stays short.
 	inlineStarts bool
+	// chainPending counts the events of the instance that a chain
+	// (chain.go) holds for after this step: like events waiting in the
+	// mailbox, they come before what this step makes ready.
+	chainPending int
 	// startEmitted says this run sent an activity.start for its instance:
 	// the activities it makes ready after that get one too, so that they
 	// start in the order they became ready.
@@ -586,13 +590,14 @@ func (r *run) setOf(sc flow.Scope) string {
 // (inlineStarts), a's start is the engine's own quick work (a route, an
 // event, offering work, creating a child instance: startsOnControlPath)
 // and nothing comes before it: no activity this run made ready waits for
-// an event, and no event of the instance waits in its mailbox (those are
+// an event, and no event of the instance waits in its mailbox or in the
+// chain this run is a step of (those are
 // handled first, as they would have been before a's own event); else by
 // an activity.start event of its own, on the normal pool. (When the run
 // called the host's code, drain moves its time past the call first: a
 // starts after it, and the deadlines it arms count from then.)
 func (r *run) scheduleStart(a *act) {
-	if a.scope.Block != 0 || r.inlineStarts && !r.startEmitted && startsOnControlPath(a.def) && r.e.sched.Queued(r.pi.ID) == 0 {
+	if a.scope.Block != 0 || r.inlineStarts && !r.startEmitted && startsOnControlPath(a.def) && r.chainPending == 0 && r.e.sched.Queued(r.pi.ID) == 0 {
 		r.inline = append(r.inline, a)
 		return
 	}
