@@ -98,6 +98,7 @@ func (s *snapshot) load(id int64, useCache bool) (committed, error) {
 	}
 	if useCache {
 		if c, ok := r.e.instances.get(id); ok {
+			r.fromCache = true
 			return c, nil
 		}
 	}
