@@ -135,12 +135,6 @@ type run struct {
 	// starts from: as the step before it left it, in this transaction,
 	// which the engine's cache of committed instances does not hold yet.
 	preloaded *committed
-	// fromCache says the run's instance came from the engine's cache of
-	// committed instances (snapshot.load), not from the database.
-	fromCache bool
-	// cachedCommand lets a work-item command's body load its instance
-	// from that cache (itemCommand).
-	cachedCommand bool
 	// calls collects the application calls of every attempt of the
 	// transaction (transactAs), observed whether or not it commits; nil
 	// outside transactAs, where calls are observed as they return.

@@ -98,7 +98,6 @@ func (s *snapshot) load(id int64, useCache bool) (committed, error) {
 	}
 	if useCache {
 		if c, ok := r.e.instances.get(id); ok {
-			r.fromCache = true
 			return c, nil
 		}
 	}

@@ -215,7 +215,7 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 		aud = e.audit(ctx, c.Op, audited{action: AuditComplete, kind: TargetWorkItem, target: idText(id)})
 	}
 	var done WorkItem
-	err := e.itemCommand(ctx, tx, c.Op.actor(actorOf(c.User)), func(r *run) (*run, error) {
+	err := e.transact(ctx, tx, c.Op.actor(actorOf(c.User)), func(r *run) (*run, error) {
 		r.op = c.Op
 		wi, err := r.snap.workItem(id)
 		if err != nil {
@@ -229,7 +229,7 @@ func (e *Engine) CompleteWorkItemTx(ctx context.Context, tx *gorm.DB, id int64, 
 			// Completed before with this key: nothing to write.
 			return nil, r.repeatedCompletion(wi, c, &done)
 		}
-		if err := r.loadCommand(wi.ProcessInstanceID); err != nil {
+		if err := r.load(wi.ProcessInstanceID); err != nil {
 			return nil, err
 		}
 		if r.state().IsFinal() {
@@ -337,7 +337,7 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 			aud.entry.Actor = clip(user, maxAuditKey) // the administrator
 		}
 	}
-	err := e.itemCommand(ctx, tx, op.actor(user), func(r *run) (*run, error) {
+	err := e.transact(ctx, tx, op.actor(user), func(r *run) (*run, error) {
 		r.op = op
 		wi, err := r.snap.workItem(id)
 		if err != nil {
@@ -347,7 +347,7 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 			return nil, err
 		}
 		aud.about(wi.ProcessInstanceID)
-		if err := r.loadCommand(wi.ProcessInstanceID); err != nil {
+		if err := r.load(wi.ProcessInstanceID); err != nil {
 			return nil, err
 		}
 		if r.state().IsFinal() {
@@ -378,37 +378,6 @@ func (e *Engine) workItemOp(ctx context.Context, tx *gorm.DB, id int64, user str
 	})
 	return aud.end(ctx, tx, err)
 }
-
-// itemCommand is transact for a work-item command (claim, complete, ...)
-// whose body loads its instance with run.loadCommand: from the engine's
-// cache of committed instances, as event handling does, when the command
-// runs in the engine's own transaction. That saves the command two reads
-// (the instance and its open activities). A command that goes through
-// writes its instance fenced by the version it read, so a stale copy
-// fails the write (store.ErrConflict) and transact runs the body again
-// from the database. A refusal writes nothing and so is not fenced: a
-// command refused from a cached copy, before it called a hook, is asked
-// once more from the database, whose answer stands.
-func (e *Engine) itemCommand(ctx context.Context, hostTx *gorm.DB, actor string, fn body) error {
-	cached := hostTx == nil
-	for {
-		var retry bool
-		err := e.transact(ctx, hostTx, actor, func(r *run) (*run, error) {
-			r.cachedCommand = cached
-			w, err := fn(r)
-			retry = err != nil && r.fromCache && !r.calledApps
-			return w, err
-		})
-		if !retry {
-			return err
-		}
-		cached = false
-	}
-}
-
-// loadCommand is load for a work-item command's body (itemCommand): from
-// the cache when the command may use it.
-func (r *run) loadCommand(id int64) error { return r.loadFrom(id, r.cachedCommand) }
 
 // workItemAudits are the audit actions of the work-item commands that
 // are audited when given on someone's behalf (onBehalf) or, for a
