@@ -604,12 +604,6 @@ func (r *run) performers() (map[string][]string, error) {
 // are data fields, limited to the VariableToProcess_UPDATE ones when the
 // activity names any.
 func (r *run) applyOutputs(wi store.WorkItem, a *act, c Completion) ([]byte, error) {
-	if len(c.Outputs) == 0 && len(c.TextOutputs) == 0 {
-		// Nothing to set: the variables are read only if something
-		// after this needs them (a condition, a subflow's parameters).
-		r.handBack(a, nil)
-		return canonicalOutputs(nil)
-	}
 	if _, err := r.variables(); err != nil {
 		return nil, err
 	}
