@@ -172,7 +172,9 @@ type Tx interface {
 	// it (the engine's, package idgen: positive and unique; 0 or less is
 	// refused, an ID already stored is ErrDuplicate), and makes it
 	// visible in the worklists of params.VisibleTo. The Version of
-	// params.Item is ignored; the returned item has Version 1.
+	// params.Item is ignored; the returned item has Version 1. Inside a
+	// transaction the store may hold the write back (see Flush): its
+	// ErrDuplicate then comes from whatever sends it.
 	InsertWorkItem(ctx context.Context, params InsertWorkItemParams) (WorkItem, error)
 	// GetWorkItem returns the work item with the given id, or ErrNotFound.
 	GetWorkItem(ctx context.Context, id int64) (WorkItem, error)
@@ -181,7 +183,9 @@ type Tx interface {
 	// change is made only if the item still has that version, and when
 	// params.ExpectedState is not empty only if it is still in that state;
 	// ErrConflict is returned otherwise. ErrNotFound means there is no
-	// such item. Neither changes anything.
+	// such item. Neither changes anything. Inside a transaction the store
+	// may hold the write back (see Flush): those errors then come from
+	// whatever sends it.
 	UpdateWorkItem(ctx context.Context, params UpdateWorkItemParams) (int64, error)
 	// ListWorkItems returns work items matching the filter, in ID order.
 	ListWorkItems(ctx context.Context, params ListWorkItemsParams) ([]WorkItem, error)
