@@ -447,6 +447,15 @@ func runTimers(ctx context.Context, spec runSpec, tr *tracker, start timerStarte
 		return nil, time.Time{}, due, fmt.Errorf("%d instances were waiting on their timers only %v after the instant (lead %v from a pilot of %d in %v)",
 			spec.N, armed.Sub(due).Round(time.Millisecond), lead.Round(time.Millisecond), k, pilot.Round(time.Millisecond))
 	}
+	// Nothing happens before the instant: the stall check counts from it.
+	tm := clock.NewTimer(due.Sub(clock.Now()))
+	select {
+	case <-tm.C():
+	case <-ctx.Done():
+		tm.Stop()
+		return nil, time.Time{}, due, ctx.Err()
+	}
+	tr.progress()
 	lat, end, err := tr.wait(ctx)
 	return lat, end, due, err
 }
@@ -457,14 +466,14 @@ func pilotSize(n int) int { return min(n, max(50, n/20)) }
 
 // timerLead is how far ahead W5's instant is, unless the spec says: the
 // time the pilot's k instances took from their start to their
-// completion, scaled to N, and half as much again, plus five seconds.
-// The pilot's instances also fired and completed, so the N, which only
-// have to start and wait, need about half of that at the pilot's pace:
-// the lead leaves them three times what they should need, for a machine
-// whose load changes meanwhile.
+// completion, scaled to N, plus five seconds. The pilot's instances also
+// fired and completed, so the N, which only have to start and wait, need
+// about half of that at the pilot's pace: the lead leaves them about
+// twice what they should need, for a machine whose load changes
+// meanwhile.
 func timerLead(spec runSpec, k int, pilot time.Duration) time.Duration {
 	if spec.TimerLead > 0 {
 		return spec.TimerLead
 	}
-	return time.Duration(float64(pilot)*float64(spec.N)/float64(k)*1.5) + 5*time.Second
+	return time.Duration(float64(pilot)*float64(spec.N)/float64(k)) + 5*time.Second
 }

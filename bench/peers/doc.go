@@ -117,12 +117,11 @@ cannot rot.
   in speed.
 - **W5's lead.** Each run first runs a pilot: a twentieth of the
   instances (at least 50), due at once, to completion, on the same engine,
-  database and clients. How long it took, scaled to all the instances and
-  half as much again, plus 5 s, is the lead: how far ahead of the first
-  start the instant is. The pilot's instances also fire and complete, so
-  this leaves about three times what starting the measured instances and
-  getting them to wait on their timers should take on the machine as it
-  is then. The start phase is not measured; a run whose instances are not
+  database and clients. How long it took, scaled to all the instances,
+  plus 5 s, is the lead: how far ahead of the first start the instant
+  is. The pilot's instances also fire and complete, so this leaves about
+  twice what starting the measured instances and getting them to wait on
+  their timers should take on the machine as it is then. The start phase is not measured; a run whose instances are not
   all waiting on their timers by the instant (goxpdl: the work item
   offered, in the transaction that arms the deadline; go-workflows: the
   first workflow task, which schedules the timer, committed) fails rather
