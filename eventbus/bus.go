@@ -26,7 +26,7 @@ const (
 	// DefaultBatchSize is the default Config.BatchSize.
 	DefaultBatchSize = 256
 	// DefaultMaxBacklog is the default Config.MaxBacklog.
-	DefaultMaxBacklog = 4096
+	DefaultMaxBacklog = 16384
 )
 
 // ErrStarted is returned by Start when the Bus has been started before.
