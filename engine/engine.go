@@ -754,10 +754,33 @@ func (e *Engine) Stop(ctx context.Context) error {
 
 // WaitIdle returns when the engine has nothing queued or running (or ctx
 // ends). Events in the outbox that this engine has not claimed yet, such
-// as those of a host transaction committed a moment ago, are not counted.
+// as those of a host transaction committed a moment ago, are not counted;
+// those its bus held back there while its queue was full
+// (eventbus.BacklogSink) are: WaitIdle waits until they are handled.
 func (e *Engine) WaitIdle(ctx context.Context) error {
-	return e.sched.WaitIdle(ctx)
+	for {
+		if err := e.sched.WaitIdle(ctx); err != nil {
+			return err
+		}
+		if !e.bus.HoldingBack() {
+			return nil
+		}
+		// The poller claims them on its next round; look again after
+		// it.
+		e.bus.Nudge()
+		t := e.clock.NewTimer(idleRecheck)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
 }
+
+// idleRecheck is how long WaitIdle waits before it looks again while the
+// bus holds events back in the outbox.
+const idleRecheck = 10 * time.Millisecond
 
 // Stats are the engine's counters.
 type Stats struct {

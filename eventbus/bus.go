@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,8 @@ const (
 	DefaultPollInterval = 200 * time.Millisecond
 	// DefaultBatchSize is the default Config.BatchSize.
 	DefaultBatchSize = 256
+	// DefaultMaxBacklog is the default Config.MaxBacklog.
+	DefaultMaxBacklog = 16384
 )
 
 // ErrStarted is returned by Start when the Bus has been started before.
@@ -42,6 +45,20 @@ var ErrStopped = startstop.ErrStopped
 type Sink interface {
 	// Deliver hands events over; the slice is the Sink's to keep.
 	Deliver(events []store.Event)
+}
+
+// BacklogSink is a Sink that says how many of the events it was handed
+// it has not handled yet. The bus then holds back (Config.MaxBacklog):
+// while the backlog is at the bound, Publish leaves the normal events it
+// stores unclaimed and the poller claims only critical ones; at twice
+// the bound, critical ones too. A burst of work (a hundred thousand
+// instances started faster than they are processed) then waits in the
+// outbox rather than in memory, where the claims of what waits longer
+// than the lease would run out and be claimed again, over and over.
+type BacklogSink interface {
+	Sink
+	// Backlog returns how many delivered events wait or run.
+	Backlog() int
 }
 
 // Config is the long-lived configuration of a Bus.
@@ -63,6 +80,11 @@ type Config struct {
 	// BatchSize is the most events claimed at a time; default
 	// DefaultBatchSize.
 	BatchSize int
+	// MaxBacklog bounds the events a BacklogSink holds before the bus
+	// holds back normal events in the outbox (critical ones at twice
+	// it); default DefaultMaxBacklog. It does not apply to a Sink that is
+	// not a BacklogSink.
+	MaxBacklog int
 	// IDs makes the IDs of the events Publish is given without one
 	// (idgen.Allocator.Next, the engine's allocator); required.
 	IDs func(ctx context.Context) (int64, error)
@@ -114,6 +136,8 @@ type Bus struct {
 	lease        time.Duration
 	pollInterval time.Duration
 	batchSize    int
+	maxBacklog   int
+	backlog      BacklogSink // the sink, when it reports its backlog
 	ids          func(ctx context.Context) (int64, error)
 	logger       *slog.Logger
 	sink         Sink
@@ -130,6 +154,12 @@ type Bus struct {
 	// those of claims whose outcome it could not know (see poll).
 	lastUntil time.Time
 	unsure    []time.Time
+
+	// heldBack counts the Dispatch calls that left available events in
+	// the outbox (the sink's backlog was at its bound); drained is the
+	// value of heldBack when a poll round that began after them found no
+	// more available events (HoldingBack).
+	heldBack, drained atomic.Uint64
 
 	poller startstop.Service
 }
@@ -155,6 +185,8 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 		return nil, &ConfigError{Field: "PollInterval", Msg: fmt.Sprintf("is %v, want >= 0", cfg.PollInterval)}
 	case cfg.BatchSize < 0:
 		return nil, &ConfigError{Field: "BatchSize", Msg: fmt.Sprintf("is %d, want >= 0", cfg.BatchSize)}
+	case cfg.MaxBacklog < 0:
+		return nil, &ConfigError{Field: "MaxBacklog", Msg: fmt.Sprintf("is %d, want >= 0", cfg.MaxBacklog)}
 	}
 	b := &Bus{
 		store:        cfg.Store,
@@ -163,6 +195,7 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 		lease:        cmp.Or(cfg.Lease, DefaultLease),
 		pollInterval: cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		batchSize:    cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		maxBacklog:   cmp.Or(cfg.MaxBacklog, DefaultMaxBacklog),
 		ids:          cfg.IDs,
 		logger:       cfg.Logger,
 		sink:         sink,
@@ -171,7 +204,27 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 	if b.logger == nil {
 		b.logger = slog.Default()
 	}
+	b.backlog, _ = sink.(BacklogSink)
 	return b, nil
+}
+
+// room returns how many more events the sink takes before its backlog
+// reaches the bound (normal events); critical ones have MaxBacklog more.
+// A Sink that is no BacklogSink always has room.
+func (b *Bus) room() int {
+	if b.backlog == nil {
+		return math.MaxInt
+	}
+	return b.maxBacklog - b.backlog.Backlog()
+}
+
+// HoldingBack reports whether events were left in the outbox for the
+// poller because the sink's backlog was at its bound (BacklogSink), and
+// no poll round has found the outbox empty of available events since:
+// they are due now, but not queued in memory. The engine's WaitIdle
+// waits for them.
+func (b *Bus) HoldingBack() bool {
+	return b.heldBack.Load() != b.drained.Load()
 }
 
 // Publish inserts events into the outbox inside tx, the caller's
@@ -183,7 +236,9 @@ func New(cfg Config, sink Sink) (*Bus, error) {
 // pre-claims every event that is already available (AvailableAt not after
 // now) for this node: ClaimedBy is Config.Owner and ClaimedUntil is now
 // plus Config.Lease, whatever the caller set. Events due later are stored
-// unclaimed for the poller.
+// unclaimed for the poller, and so are available events that are not
+// critical while the Sink's backlog is at Config.MaxBacklog (BacklogSink),
+// and critical ones too at twice that.
 //
 // After tx commits, pass the returned events to Dispatch. An EventID that
 // is already stored fails the whole batch with an error matching
@@ -201,6 +256,7 @@ func (b *Bus) Publish(ctx context.Context, tx store.Tx, events []store.Event) ([
 	}
 	now := b.clock.Now()
 	until := now.Add(b.lease)
+	room := b.room()
 	rows := make([]store.Event, len(events))
 	for i, ev := range events {
 		if ev.ID == 0 {
@@ -220,7 +276,7 @@ func (b *Bus) Publish(ctx context.Context, tx store.Tx, events []store.Event) ([
 			ev.AvailableAt = now
 		}
 		ev.ClaimedBy, ev.ClaimedUntil = "", nil
-		if !ev.AvailableAt.After(now) {
+		if !ev.AvailableAt.After(now) && (room > 0 || ev.Critical && room > -b.maxBacklog) {
 			ev.ClaimedBy, ev.ClaimedUntil = b.owner, &until
 		}
 		rows[i] = ev
@@ -250,10 +306,20 @@ func EventID(id int64) string { return strconv.FormatInt(id, 10) }
 // does not need the poller to run.
 func (b *Bus) Dispatch(events []store.Event) {
 	mine := make([]store.Event, 0, len(events))
+	now := b.clock.Now()
+	heldBack := false
 	for _, ev := range events {
-		if ev.ClaimedBy == b.owner && ev.ClaimedUntil != nil {
+		switch {
+		case ev.ClaimedBy == b.owner && ev.ClaimedUntil != nil:
 			mine = append(mine, ev)
+		case ev.ClaimedBy == "" && !ev.AvailableAt.After(now):
+			heldBack = true // Publish held it back for the poller
 		}
+	}
+	if heldBack {
+		// Committed now: a poll round that begins after this sees them.
+		b.heldBack.Add(1)
+		b.Nudge()
 	}
 	if len(mine) == 0 {
 		return
@@ -469,11 +535,14 @@ func (b *Bus) run(ctx context.Context) {
 }
 
 // poll claims and delivers batches until one comes back short. A store
-// error ends the round; the next tick retries.
+// error ends the round; the next tick retries. It claims no more than
+// the sink's backlog has room for (BacklogSink): normal events below the
+// bound, critical ones below twice the bound.
 func (b *Bus) poll(ctx context.Context) {
 	b.busy.Add(1)
 	defer b.busy.Add(-1)
 	defer b.polls.Add(1)
+	heldBack := b.heldBack.Load()
 	if due := b.takeDue(b.clock.Now()); len(due) > 0 {
 		b.redelivered.Add(uint64(len(due)))
 		b.sink.Deliver(due)
@@ -481,13 +550,22 @@ func (b *Bus) poll(ctx context.Context) {
 	b.releaseUnsure(ctx)
 	for ctx.Err() == nil {
 		now := b.clock.Now()
+		limit, pool := b.batchSize, store.AnyPool
+		switch room := b.room(); {
+		case room > 0:
+			limit = min(limit, room)
+		case room > -b.maxBacklog:
+			limit, pool = min(limit, room+b.maxBacklog), store.CriticalPool
+		default:
+			return // the next tick looks again
+		}
 		until := b.pollUntil(now)
 		events, err := b.store.ClaimEvents(ctx, store.ClaimEventsParams{
 			Owner:      b.owner,
 			Now:        now,
 			LeaseUntil: until,
-			Limit:      b.batchSize,
-			Pool:       store.AnyPool,
+			Limit:      limit,
+			Pool:       pool,
 		})
 		if err != nil {
 			// The claim may have committed all the same (a connection
@@ -509,7 +587,11 @@ func (b *Bus) poll(ctx context.Context) {
 			b.polled.Add(uint64(len(events)))
 			b.sink.Deliver(events)
 		}
-		if len(events) < b.batchSize {
+		if len(events) < limit {
+			if pool == store.AnyPool {
+				// Nothing available is left in the outbox.
+				b.drained.Store(heldBack)
+			}
 			return
 		}
 	}

@@ -84,6 +84,13 @@ type bundle struct {
 // fake clock. wrap, when given, wraps the store the Bus sees.
 func setup(t *testing.T, cfg eventbus.Config, wrap ...func(store.Store) store.Store) *bundle {
 	t.Helper()
+	return setupSink(t, cfg, nil, wrap...)
+}
+
+// setupSink is setup with the Bus delivering to sink (b.sink, wrapped),
+// when it is not nil.
+func setupSink(t *testing.T, cfg eventbus.Config, sink func(*chanSink) eventbus.Sink, wrap ...func(store.Store) store.Store) *bundle {
+	t.Helper()
 	gs, err := gormstore.New(dbtest.OpenSQLiteMemory(t))
 	require.NoError(t, err)
 	require.NoError(t, gs.Migrate(t.Context()))
@@ -106,7 +113,11 @@ func setup(t *testing.T, cfg eventbus.Config, wrap ...func(store.Store) store.St
 	cfg.Lease = cmp.Or(cfg.Lease, lease)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, pollInterval)
 	cfg.Logger = slog.New(slog.NewTextHandler(b.logs, nil))
-	b.bus, err = eventbus.New(cfg, b.sink)
+	var to eventbus.Sink = b.sink
+	if sink != nil {
+		to = sink(b.sink)
+	}
+	b.bus, err = eventbus.New(cfg, to)
 	require.NoError(t, err)
 	return b
 }
@@ -624,4 +635,95 @@ func TestAbandon(t *testing.T) {
 	require.Equal(t, []string{"committed"}, eventIDs(b.sink.next(t)))
 	b.nudge()
 	b.sink.requireNone(t)
+}
+
+// backlogSink is a chanSink that reports the backlog a test sets.
+type backlogSink struct {
+	*chanSink
+	backlog atomic.Int64
+}
+
+func (s *backlogSink) Backlog() int { return int(s.backlog.Load()) }
+
+// TestBacklogHoldsBack: while the sink's backlog is at MaxBacklog,
+// Publish leaves normal events unclaimed in the outbox (critical ones are
+// claimed and dispatched as ever) and the poller claims only critical
+// events; once there is room it claims no more than the room, and
+// HoldingBack says whether events wait in the outbox meanwhile.
+func TestBacklogHoldsBack(t *testing.T) {
+	t.Parallel()
+	var sink *backlogSink
+	b := setupSink(t, eventbus.Config{MaxBacklog: 3, BatchSize: 10}, func(c *chanSink) eventbus.Sink {
+		sink = &backlogSink{chanSink: c}
+		return sink
+	})
+	b.start(t)
+	require.False(t, b.bus.HoldingBack())
+
+	sink.backlog.Store(3)
+	published := b.publish(t,
+		store.Event{EventID: "n1", ProcessInstanceID: 7, Kind: "test"},
+		store.Event{EventID: "c1", ProcessInstanceID: 8, Kind: "test", Critical: true},
+		store.Event{EventID: "n2", ProcessInstanceID: 9, Kind: "test"})
+	require.Empty(t, published[0].ClaimedBy, "a normal event is left to the poller")
+	require.Equal(t, owner, published[1].ClaimedBy, "a critical event is claimed")
+	require.Empty(t, published[2].ClaimedBy)
+
+	armed := b.clock.TimerAdded()
+	b.bus.Dispatch(published) // nudges the poller: it finds no room
+	require.Equal(t, []string{"c1"}, eventIDs(b.sink.next(t)))
+	<-armed
+	b.sink.requireNone(t)
+	require.True(t, b.bus.HoldingBack())
+
+	// A critical event stored meanwhile (another node's) is claimed
+	// without room.
+	_, err := b.store.InsertEvents(b.ctx, []store.Event{{ID: 100, EventID: "c2", ProcessInstanceID: 10, Kind: "test", Critical: true,
+		CreatedAt: b.clock.Now(), AvailableAt: b.clock.Now()}})
+	require.NoError(t, err)
+	b.tick(pollInterval)
+	require.Equal(t, []string{"c2"}, eventIDs(b.sink.next(t)))
+	b.sink.requireNone(t)
+	require.True(t, b.bus.HoldingBack())
+
+	// Room for one: the round claims one event per batch while the
+	// (unchanged) backlog leaves room for one.
+	sink.backlog.Store(2)
+	b.tick(pollInterval)
+	require.Equal(t, []string{"n1"}, eventIDs(b.sink.next(t)))
+	require.Equal(t, []string{"n2"}, eventIDs(b.sink.next(t)))
+	b.sink.requireNone(t)
+	require.False(t, b.bus.HoldingBack(), "the round found the outbox drained")
+}
+
+// TestBacklogHoldsBackCritical: at twice MaxBacklog critical events are
+// held back in the outbox too, and claimed once there is room for them.
+func TestBacklogHoldsBackCritical(t *testing.T) {
+	t.Parallel()
+	var sink *backlogSink
+	b := setupSink(t, eventbus.Config{MaxBacklog: 2, BatchSize: 10}, func(c *chanSink) eventbus.Sink {
+		sink = &backlogSink{chanSink: c}
+		return sink
+	})
+	b.start(t)
+
+	sink.backlog.Store(4)
+	published := b.publish(t, store.Event{EventID: "c1", ProcessInstanceID: 8, Kind: "test", Critical: true})
+	require.Empty(t, published[0].ClaimedBy)
+	armed := b.clock.TimerAdded()
+	b.bus.Dispatch(published)
+	<-armed
+	b.sink.requireNone(t)
+	require.True(t, b.bus.HoldingBack())
+
+	sink.backlog.Store(3) // room for one critical event
+	b.tick(pollInterval)
+	require.Equal(t, []string{"c1"}, eventIDs(b.sink.next(t)))
+	b.sink.requireNone(t)
+	require.True(t, b.bus.HoldingBack(), "normal events are not looked for yet")
+
+	sink.backlog.Store(0)
+	b.tick(pollInterval)
+	b.sink.requireNone(t)
+	require.False(t, b.bus.HoldingBack())
 }

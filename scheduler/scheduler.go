@@ -562,6 +562,16 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 	}
 }
 
+// Backlog returns how many delivered events are queued and not yet
+// handled (Stats' QueueDepth). It implements eventbus.BacklogSink: the
+// bus leaves normal events in the outbox while the backlog is at its
+// bound, so that a burst waits there rather than in memory.
+func (s *Scheduler) Backlog() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued
+}
+
 // Stats returns a snapshot of the counters and queues.
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()

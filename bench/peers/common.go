@@ -50,8 +50,9 @@ type runSpec struct {
 	// Phase is W6's: "park" creates the parked instances, "restart"
 	// starts the engine on them and measures first progress.
 	Phase string `json:"phase,omitempty"`
-	// TimerLead, when set, is how far ahead W5's instant is (the
-	// default, timerLead, leaves room to start every instance first).
+	// TimerLead, when set, is how far ahead W5's instant is (by default
+	// timerLead works it out from a pilot, so that every instance is
+	// started and waits on its timer first).
 	TimerLead time.Duration `json:"timer_lead,omitempty"`
 	// WorkerName, when set, is go-workflows' worker name. By default
 	// each process gets a new random one, and an instance stays sticky
@@ -123,13 +124,64 @@ type tracker struct {
 	last     time.Time
 	signal   chan struct{}
 	waiters  map[string]chan struct{}
+	// armed are the instances known to wait on their timer (W5).
+	armed     map[string]bool
+	armSignal chan struct{}
 }
 
 func newTracker(want int) *tracker {
 	return &tracker{
 		began: map[string]time.Time{}, finished: map[string]time.Time{},
 		want: want, last: clock.Now(), signal: make(chan struct{}, 1),
-		waiters: map[string]chan struct{}{},
+		waiters: map[string]chan struct{}{}, armed: map[string]bool{}, armSignal: make(chan struct{}, 1),
+	}
+}
+
+// reset forgets every instance and waits for want from now on (W5's
+// measured instances after its pilot).
+func (t *tracker) reset(want int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.began)
+	clear(t.finished)
+	clear(t.armed)
+	t.lat, t.want, t.last, t.end = nil, want, clock.Now(), time.Time{}
+}
+
+// armedOne notes that the instance key waits on its timer.
+func (t *tracker) armedOne(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = clock.Now()
+	t.armed[key] = true
+	select {
+	case t.armSignal <- struct{}{}:
+	default:
+	}
+}
+
+// waitArmed returns when n instances wait on their timers, or with an
+// error when none has for stallLimit, or ctx's.
+func (t *tracker) waitArmed(ctx context.Context, n int) error {
+	for {
+		t.mu.Lock()
+		got, quiet := len(t.armed), clock.Now().Sub(t.last)
+		t.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		if quiet >= stallLimit {
+			return fmt.Errorf("%d of %d instances wait on their timer; none more for %v", got, n, stallLimit)
+		}
+		tm := clock.NewTimer(time.Second)
+		select {
+		case <-t.armSignal:
+			tm.Stop()
+		case <-tm.C():
+		case <-ctx.Done():
+			tm.Stop()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -339,4 +391,89 @@ func clients(ctx context.Context, n, c int, fn func(ctx context.Context, i int) 
 		firstErr = ctx.Err()
 	}
 	return firstErr
+}
+
+// timerStarter starts W5's instance i (a pilot's when pilot is set),
+// whose timer is due at due, and notes it in the run's tracker
+// (tracker.started, at due).
+type timerStarter func(ctx context.Context, i int, pilot bool, due time.Time) error
+
+// runTimers runs W5 for an engine: a pilot of pilotSize instances due
+// at once, to completion, which measures how fast this engine on this
+// database, on this machine now, starts instances and gets them to
+// wait on a timer; then N instances whose timers are all due at one
+// instant, far enough ahead (timerLead) for them all to be started and
+// waiting first. It returns when the N have completed, with their
+// latencies from the instant, when the last completed, and the instant.
+// The run fails when the N were not all waiting by the instant: their
+// timers would have been late before they were armed. idle, when not
+// nil, waits for the engine to go quiet after the pilot.
+func runTimers(ctx context.Context, spec runSpec, tr *tracker, start timerStarter, idle func(context.Context) error) ([]time.Duration, time.Time, time.Time, error) {
+	k := pilotSize(spec.N)
+	tr.reset(k)
+	pilotBegan := clock.Now()
+	pilotDue := pilotBegan.Truncate(time.Millisecond)
+	if err := clients(ctx, k, spec.Clients, func(ctx context.Context, i int) error {
+		return start(ctx, i, true, pilotDue)
+	}); err != nil {
+		return nil, time.Time{}, time.Time{}, fmt.Errorf("pilot: %w", err)
+	}
+	if _, _, err := tr.wait(ctx); err != nil {
+		return nil, time.Time{}, time.Time{}, fmt.Errorf("pilot: %w", err)
+	}
+	pilot := clock.Now().Sub(pilotBegan)
+	if idle != nil {
+		if err := idle(ctx); err != nil {
+			return nil, time.Time{}, time.Time{}, err
+		}
+	}
+	tr.reset(spec.N)
+	lead := timerLead(spec, k, pilot)
+	began := clock.Now()
+	due := began.Add(lead).Truncate(time.Millisecond)
+	if err := clients(ctx, spec.N, spec.Clients, func(ctx context.Context, i int) error {
+		return start(ctx, i, false, due)
+	}); err != nil {
+		return nil, time.Time{}, due, err
+	}
+	if err := tr.waitArmed(ctx, spec.N); err != nil {
+		return nil, time.Time{}, due, err
+	}
+	armed := clock.Now()
+	fmt.Fprintf(os.Stderr, "peers: W5 %s %s: pilot of %d in %v; lead %v; %d waiting on their timers in %v, %v before the instant\n",
+		spec.Engine, spec.DB, k, pilot.Round(time.Millisecond), lead.Round(time.Millisecond), spec.N,
+		armed.Sub(began).Round(time.Millisecond), due.Sub(armed).Round(time.Millisecond))
+	if !armed.Before(due) {
+		return nil, time.Time{}, due, fmt.Errorf("%d instances were waiting on their timers only %v after the instant (lead %v from a pilot of %d in %v)",
+			spec.N, armed.Sub(due).Round(time.Millisecond), lead.Round(time.Millisecond), k, pilot.Round(time.Millisecond))
+	}
+	// Nothing happens before the instant: the stall check counts from it.
+	tm := clock.NewTimer(due.Sub(clock.Now()))
+	select {
+	case <-tm.C():
+	case <-ctx.Done():
+		tm.Stop()
+		return nil, time.Time{}, due, ctx.Err()
+	}
+	tr.progress()
+	lat, end, err := tr.wait(ctx)
+	return lat, end, due, err
+}
+
+// pilotSize is how many instances W5's pilot runs: a twentieth of N, at
+// least 50 (all of N when it is smaller).
+func pilotSize(n int) int { return min(n, max(50, n/20)) }
+
+// timerLead is how far ahead W5's instant is, unless the spec says: the
+// time the pilot's k instances took from their start to their
+// completion, scaled to N, plus five seconds. The pilot's instances also
+// fired and completed, so the N, which only have to start and wait, need
+// about half of that at the pilot's pace: the lead leaves them about
+// twice what they should need, for a machine whose load changes
+// meanwhile.
+func timerLead(spec runSpec, k int, pilot time.Duration) time.Duration {
+	if spec.TimerLead > 0 {
+		return spec.TimerLead
+	}
+	return time.Duration(float64(pilot)*float64(spec.N)/float64(k)) + 5*time.Second
 }

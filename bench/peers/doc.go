@@ -115,11 +115,21 @@ cannot rot.
   a duplicate "complete" signal is accepted and left unread rather than
   refused. The duplicate table shows the difference in behaviour, not only
   in speed.
-- **W5's lead.** The instant is set when the first instance starts, far
-  enough ahead to start them all first; a run whose starts take longer
-  fails rather than measure timers that were late before they were armed.
-  In the sitting of 2026-11-27 one goxpdl run on MariaDB failed so (a load
-  average of 12; the lead is now twice as long).
+- **W5's lead.** Each run first runs a pilot: a twentieth of the
+  instances (at least 50), due at once, to completion, on the same engine,
+  database and clients. How long it took, scaled to all the instances,
+  plus 5 s, is the lead: how far ahead of the first start the instant
+  is. The pilot's instances also fire and complete, so this leaves about
+  twice what starting the measured instances and getting them to wait on
+  their timers should take on the machine as it is then. The start phase is not measured; a run whose instances are not
+  all waiting on their timers by the instant (goxpdl: the work item
+  offered, in the transaction that arms the deadline; go-workflows: the
+  first workflow task, which schedules the timer, committed) fails rather
+  than measure timers that were late before they were armed. (A fixed
+  lead per engine and database, before 2026-11-27's second sitting, was
+  too short for one goxpdl run on MariaDB under a load average of 12, and
+  go-workflows' instances were not checked to wait on their timers at
+  all.)
 - **W5's lateness** counts from the due instant to the committed completion
   of each instance; both engines were told the instant when the instances
   started (goxpdl through a variable the deadline reads). goxpdl's timer
