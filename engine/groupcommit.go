@@ -45,23 +45,18 @@ type groupCommitter struct {
 	store    store.Store
 	maxGroup int
 	lanes    []*commitLane
-	// critical are the lanes of process control (suspend, resume,
-	// terminate, deadlines, recovery): on MySQL as many lanes of their
-	// own as the normal requests have, which never wait behind an
-	// application call (deadlines due at once, thousands of them, are
-	// then handled as many transactions at a time as other work is); on
-	// SQLite, which has one writer, the one lane, where critical
-	// requests go first and a group of others yields to them between its
-	// members.
-	critical []*commitLane
+	// critical is the lane of process control (suspend, resume,
+	// terminate, deadlines, recovery): on MySQL a lane of its own, which
+	// never waits behind an application call; on SQLite, which has one
+	// writer, the one lane, where critical requests go first and a group
+	// of others yields to them between its members.
+	critical *commitLane
 	// clock and log report a group whose transaction took longer than
 	// slowCommit: a disk that stalls on fsync, a lock held too long, or
 	// an application call that hangs inside the transaction.
 	clock timer.Clock
 	log   *slog.Logger
 	next  atomic.Uint64 // round-robin lane choice
-	// nextCritical is the round-robin choice among the critical lanes.
-	nextCritical atomic.Uint64
 
 	groups  atomic.Uint64 // database transactions committed or rolled back
 	members atomic.Uint64 // engine transactions run in them
@@ -106,12 +101,9 @@ func newGroupCommitter(st store.Store, lanes, maxGroup int, clock timer.Clock, l
 	for range lanes {
 		g.lanes = append(g.lanes, newLane())
 	}
-	g.critical = g.lanes[:1]
+	g.critical = g.lanes[0]
 	if lanes > 1 {
-		g.critical = nil
-		for range lanes {
-			g.critical = append(g.critical, newLane())
-		}
+		g.critical = newLane()
 	}
 	return g
 }
@@ -129,7 +121,7 @@ func (g *groupCommitter) do(ctx context.Context, body txBody, critical bool) err
 	l := g.lanes[0]
 	switch {
 	case critical:
-		l = g.critical[g.nextCritical.Add(1)%uint64(len(g.critical))]
+		l = g.critical
 	case len(g.lanes) > 1:
 		l = g.lanes[g.next.Add(1)%uint64(len(g.lanes))]
 	}

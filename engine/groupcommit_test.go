@@ -311,7 +311,7 @@ func TestGroupCommitIsObserved(t *testing.T) {
 		}, seen)
 
 		seen = nil
-		g.run(g.critical[0], []*commitRequest{{ctx: t.Context(), body: slow("e"), critical: true}})
+		g.run(g.critical, []*commitRequest{{ctx: t.Context(), body: slow("e"), critical: true}})
 		require.Equal(t, []GroupCommitted{{Members: 1, Critical: true, Duration: time.Second}}, seen)
 		require.Equal(t, []string{"a", "b", "c", "d", "e"}, scratchKeys(t, db))
 	})
