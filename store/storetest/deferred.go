@@ -18,19 +18,7 @@ import (
 // and a text sent across a standing mark that fails dooms it.
 func (h *harness) testDeferredSavepoint(t *testing.T) {
 	errBoom := errors.New("boom")
-	mark := func(ctx context.Context, tx store.Tx, piID int64, what string) error {
-		return tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: piID, Subject: store.SubjectProcess, ToState: what, At: t0}})
-	}
-	marks := func(t *testing.T, ctx context.Context, tx store.Tx, piID int64) []string {
-		t.Helper()
-		hist, err := tx.ListHistory(ctx, store.ListHistoryParams{ProcessInstanceID: piID})
-		require.NoError(t, err)
-		out := []string{}
-		for _, e := range hist {
-			out = append(out, e.ToState)
-		}
-		return out
-	}
+	mark, marks := historyMark, historyMarks
 	// move is a versioned write of the instance from one state to
 	// another, expecting version.
 	move := func(ctx context.Context, tx store.Tx, piID, version int64, from, to string) error {

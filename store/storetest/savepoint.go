@@ -13,26 +13,32 @@ import (
 	"github.com/goxpdl/goxpdl/store"
 )
 
+// historyMark appends a history entry saying what: a write a store may
+// hold back, for the savepoint tests.
+func historyMark(ctx context.Context, tx store.Tx, piID int64, what string) error {
+	return tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: piID, Subject: store.SubjectProcess, ToState: what, At: t0}})
+}
+
+// historyMarks lists what the history entries of historyMark say, in
+// order.
+func historyMarks(t *testing.T, ctx context.Context, tx store.Tx, piID int64) []string {
+	t.Helper()
+	hist, err := tx.ListHistory(ctx, store.ListHistoryParams{ProcessInstanceID: piID})
+	require.NoError(t, err)
+	out := []string{}
+	for _, e := range hist {
+		out = append(out, e.ToState)
+	}
+	return out
+}
+
 // testSavepoint checks Tx.Savepoint: fn's writes stay when it succeeds
 // and go when it fails, the transaction goes on either way, fn's
 // held-back writes are fn's, savepoints nest, a panic takes fn's writes
 // with it, and outside a transaction fn gets one of its own.
 func (h *harness) testSavepoint(t *testing.T) {
 	errBoom := errors.New("boom")
-	// mark appends a history entry: a write a store may hold back.
-	mark := func(ctx context.Context, tx store.Tx, piID int64, what string) error {
-		return tx.InsertHistory(ctx, []store.HistoryEntry{{ID: nextID(), ProcessInstanceID: piID, Subject: store.SubjectProcess, ToState: what, At: t0}})
-	}
-	marks := func(t *testing.T, ctx context.Context, tx store.Tx, piID int64) []string {
-		t.Helper()
-		hist, err := tx.ListHistory(ctx, store.ListHistoryParams{ProcessInstanceID: piID})
-		require.NoError(t, err)
-		out := []string{}
-		for _, e := range hist {
-			out = append(out, e.ToState)
-		}
-		return out
-	}
+	mark, marks := historyMark, historyMarks
 	// suspend moves the instance from Running (version 1) to Suspended:
 	// a versioned write.
 	suspend := func(ctx context.Context, tx store.Tx, piID int64) error {
