@@ -132,6 +132,9 @@ type run struct {
 	// (chain.go) holds for after this step: like events waiting in the
 	// mailbox, they come before what this step makes ready.
 	chainPending int
+	// inlineTop counts the top-level activities scheduleStart let this
+	// run start in its transaction.
+	inlineTop int
 	// startEmitted says this run sent an activity.start for its instance:
 	// the activities it makes ready after that get one too, so that they
 	// start in the order they became ready.
@@ -596,13 +599,28 @@ func (r *run) setOf(sc flow.Scope) string {
 // an activity.start event of its own, on the normal pool. (When the run
 // called the host's code, drain moves its time past the call first: a
 // starts after it, and the deadlines it arms count from then.)
+//
+// At most maxInlineStarts top-level activities start so in one run: a
+// loop of routes goes on by events after that, a transaction at a time,
+// rather than in one transaction without end.
 func (r *run) scheduleStart(a *act) {
-	if a.scope.Block != 0 || r.inlineStarts && !r.startEmitted && startsOnControlPath(a.def) && r.chainPending == 0 && r.e.sched.Queued(r.pi.ID) == 0 {
+	if a.scope.Block != 0 {
+		r.inline = append(r.inline, a)
+		return
+	}
+	if r.inlineStarts && !r.startEmitted && r.inlineTop < maxInlineStarts && startsOnControlPath(a.def) &&
+		r.chainPending == 0 && r.e.sched.Queued(r.pi.ID) == 0 {
+		r.inlineTop++
 		r.inline = append(r.inline, a)
 		return
 	}
 	r.emitStart(a)
 }
+
+// maxInlineStarts bounds the top-level activities one run starts in its
+// own transaction (scheduleStart), as Config.ChainSteps's default bounds
+// the steps of a chain.
+const maxInlineStarts = DefaultChainSteps
 
 // emitStart queues the event that starts a in a transaction of its own.
 func (r *run) emitStart(a *act) {
