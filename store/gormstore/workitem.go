@@ -93,21 +93,9 @@ func (s *Store) UpdateWorkItem(ctx context.Context, params store.UpdateWorkItemP
 		if params.ExpectedState != "" {
 			q = q.Where("state = ?", params.ExpectedState)
 		}
-		res := q.Updates(map[string]any{
-			"state":          params.State,
-			"performer":      params.Performer,
-			"owner":          params.Owner,
-			"assignees":      dbPrincipals(params.Assignees),
-			"priority":       params.Priority,
-			"due_at":         dbTimePtr(params.DueAt),
-			"completed_by":   params.CompletedBy,
-			"completion_key": params.CompletionKey,
-			"suspended_from": params.SuspendedFrom,
-			"result":         dbBytes(params.Result),
-			"updated_at":     dbTime(params.UpdatedAt),
-			"ended_at":       dbTimePtr(params.EndedAt),
-			"version":        gorm.Expr("version + 1"),
-		})
+		columns := workItemUpdates(params)
+		columns["version"] = gorm.Expr("version + 1")
+		res := q.Updates(columns)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -241,20 +229,7 @@ func (s *Store) holdWorkItem(ctx context.Context, m *workItemModel, visible []st
 func (s *Store) holdWorkItemUpdate(ctx context.Context, params store.UpdateWorkItemParams, visible []store.Principal) error {
 	id := params.ID
 	dueAt := dbTimePtr(params.DueAt)
-	err := s.write(ctx, versionedWrite(s, tableWorkItems, "work item", id, params.ExpectedVersion, map[string]any{
-		"state":          params.State,
-		"performer":      params.Performer,
-		"owner":          params.Owner,
-		"assignees":      dbPrincipals(params.Assignees),
-		"priority":       params.Priority,
-		"due_at":         dueAt,
-		"completed_by":   params.CompletedBy,
-		"completion_key": params.CompletionKey,
-		"suspended_from": params.SuspendedFrom,
-		"result":         dbBytes(params.Result),
-		"updated_at":     dbTime(params.UpdatedAt),
-		"ended_at":       dbTimePtr(params.EndedAt),
-	}))
+	err := s.write(ctx, versionedWrite(s, tableWorkItems, "work item", id, params.ExpectedVersion, workItemUpdates(params)))
 	if err != nil {
 		return err
 	}
@@ -286,4 +261,22 @@ func (s *Store) holdWorkItemUpdate(ctx context.Context, params store.UpdateWorkI
 		args:    args,
 		touches: append(rows, touch{table: tableWorkItems, ids: []int64{id}}),
 	})
+}
+
+// workItemUpdates are the columns UpdateWorkItem sets, but the version.
+func workItemUpdates(params store.UpdateWorkItemParams) map[string]any {
+	return map[string]any{
+		"state":          params.State,
+		"performer":      params.Performer,
+		"owner":          params.Owner,
+		"assignees":      dbPrincipals(params.Assignees),
+		"priority":       params.Priority,
+		"due_at":         dbTimePtr(params.DueAt),
+		"completed_by":   params.CompletedBy,
+		"completion_key": params.CompletionKey,
+		"suspended_from": params.SuspendedFrom,
+		"result":         dbBytes(params.Result),
+		"updated_at":     dbTime(params.UpdatedAt),
+		"ended_at":       dbTimePtr(params.EndedAt),
+	}
 }
