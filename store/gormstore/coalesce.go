@@ -77,6 +77,25 @@ type rowsWrite struct {
 	statement func(rows []any, held bool) queuedWrite
 	// counted: statement checks its row count (rowsOK).
 	counted bool
+	// continues, when not nil, reports whether these rows may join
+	// earlier ones of their kind that change the same row: a versioned
+	// update of a row that an earlier queued update leaves at the version
+	// this one expects. Without it, rows join only rows of other ids.
+	continues func(earlier []any) bool
+	// compact, when not nil, merges the rows for one statement that
+	// change the same row (versionedRows); the statement runs it itself,
+	// and sendEach before it cuts rows into chunks, so that no chunk
+	// splits them.
+	compact func(rows []any) []any
+}
+
+// mayJoin reports whether w's rows may join x's, the latest queued write
+// of their kind that w may move back to.
+func (w *rowsWrite) mayJoin(x *rowsWrite) bool {
+	if x.kind != w.kind || len(x.rows)+len(w.rows) > batchSize {
+		return false
+	}
+	return !idsOverlap(x.ids, w.ids) || (w.continues != nil && w.continues(x.rows))
 }
 
 // counted reports whether w, as it is sent, checks its row count.
@@ -110,8 +129,7 @@ func (p *pipeline) enqueue(w queuedWrite) {
 	if w.rows != nil {
 		for j := len(p.queue) - 1; j >= 0; j-- {
 			x := &p.queue[j]
-			if x.rows != nil && x.rows.kind == w.rows.kind &&
-				len(x.rows.rows)+len(w.rows.rows) <= batchSize && !idsOverlap(x.rows.ids, w.rows.ids) {
+			if x.rows != nil && w.rows.mayJoin(x.rows) {
 				x.rows.rows = append(x.rows.rows, w.rows.rows...)
 				x.rows.ids = append(x.rows.ids, w.rows.ids...)
 				x.touches = append(x.touches, w.touches...)
@@ -209,10 +227,13 @@ func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedW
 }
 
 // versionedRow is one row of a versioned update: its id, the version it
-// must have, and the new values of the columns in name order.
+// must have, the new values of the columns in name order, and by how
+// much the version goes up: 1, or the number of updates of the row that
+// joined into this one (versionedRows).
 type versionedRow struct {
 	id, expected int64
 	values       []any
+	steps        int64
 }
 
 // versionedWrite is the optimistic update of row id of table (a process
@@ -223,10 +244,17 @@ type versionedRow struct {
 // on the connection underneath gorm: it runs on every engine step, where
 // gorm's map handling cost more than the UPDATE itself. Columns in name
 // order, so the text is always the same. Other versioned updates of the
-// table and columns may join it.
+// table and columns may join it, and so may a later update of the same
+// row that expects the version this one leaves: a chain of engine steps
+// updates its process instance once a step, all in one transaction, and
+// the queue sends them as one UPDATE that moves the version on by their
+// number, with the last one's values. Between two such updates no
+// queued write reads the row (the scan back in enqueue stops at any
+// that does), and the transaction holds the row from the first one on,
+// so no other transaction can tell the difference.
 func versionedWrite(s *Store, table, what string, id, expected int64, set map[string]any) queuedWrite {
 	columns := slices.Sorted(maps.Keys(set))
-	row := versionedRow{id: id, expected: expected}
+	row := versionedRow{id: id, expected: expected, steps: 1}
 	for _, col := range columns {
 		row.values = append(row.values, set[col])
 	}
@@ -237,50 +265,97 @@ func versionedWrite(s *Store, table, what string, id, expected int64, set map[st
 			rows:    []any{row},
 			ids:     []int64{id},
 			counted: true,
-			statement: func(joined []any, held bool) queuedWrite {
-				rows := make([]versionedRow, len(joined))
-				for i, r := range joined {
-					rows[i] = r.(versionedRow) //nolint:forcetypeassert // rows above are versionedRow
+			continues: func(earlier []any) bool {
+				for i := len(earlier) - 1; i >= 0; i-- {
+					if r := earlier[i].(versionedRow); r.id == id { //nolint:forcetypeassert // rows of this kind are versionedRow
+						return r.expected+r.steps == expected
+					}
 				}
-				return versionedStatement(s, table, what, columns, rows, held)
+				return false
+			},
+			compact: func(rows []any) []any {
+				joined := versionedRows(rows)
+				out := make([]any, len(joined))
+				for i, r := range joined {
+					out[i] = r
+				}
+				return out
+			},
+			statement: func(joined []any, held bool) queuedWrite {
+				return versionedStatement(s, table, what, columns, versionedRows(joined), held)
 			},
 		},
 	}
 }
 
+// versionedRows returns rows as versioned rows, one per id: an update
+// of a row that an earlier one of rows updated too (it expects the
+// version that one leaves) merges into it, with its values and the
+// steps of both.
+func versionedRows(rows []any) []versionedRow {
+	out := make([]versionedRow, 0, len(rows))
+	at := make(map[int64]int, len(rows))
+	for _, r := range rows {
+		v := r.(versionedRow) //nolint:forcetypeassert // rows of versioned writes are versionedRow
+		i, seen := at[v.id]
+		if !seen {
+			at[v.id] = len(out)
+			out = append(out, v)
+			continue
+		}
+		out[i].values = v.values
+		out[i].steps += v.steps
+	}
+	return out
+}
+
 // versionedStatement is the UPDATE of rows of table, each from its
 // expected version: one row's is `… WHERE id = ? AND version = ?`;
 // several rows' columns take their values by id (CASE `id` WHEN … THEN
-// …), and their versions are checked the same way. It must change every
-// row; when it does not, failed reads the versions and names the first
-// row that had moved on or did not exist.
+// …), and their versions are checked the same way. Each version goes up
+// by the row's steps. It must change every row; when it does not, failed
+// reads the versions and names the first row that had moved on or did
+// not exist.
 func versionedStatement(s *Store, table, what string, columns []string, rows []versionedRow, held bool) queuedWrite {
 	var q strings.Builder
 	args := make([]any, 0, len(rows)*(2*len(columns)+3))
 	q.WriteString(heldVerb(s, "UPDATE", table, held, len(rows)) + " `" + table + "` SET ")
+	byID := func(args []any, value func(versionedRow) any) []any {
+		q.WriteString("CASE `id`")
+		for _, r := range rows {
+			q.WriteString(" WHEN ? THEN ?")
+			args = append(args, r.id, value(r))
+		}
+		q.WriteString(" END")
+		return args
+	}
+	oneStep := !slices.ContainsFunc(rows, func(r versionedRow) bool { return r.steps != 1 })
 	if len(rows) == 1 {
 		for c, col := range columns {
 			q.WriteString("`" + col + "` = ?, ")
 			args = append(args, rows[0].values[c])
 		}
-		q.WriteString("`version` = `version` + 1 WHERE `id` = ? AND `version` = ?")
+		if oneStep {
+			q.WriteString("`version` = `version` + 1")
+		} else {
+			q.WriteString("`version` = `version` + ?")
+			args = append(args, rows[0].steps)
+		}
+		q.WriteString(" WHERE `id` = ? AND `version` = ?")
 		args = append(args, rows[0].id, rows[0].expected)
 	} else {
-		byID := func(args []any, value func(versionedRow) any) []any {
-			q.WriteString("CASE `id`")
-			for _, r := range rows {
-				q.WriteString(" WHEN ? THEN ?")
-				args = append(args, r.id, value(r))
-			}
-			q.WriteString(" END")
-			return args
-		}
 		for c, col := range columns {
 			q.WriteString("`" + col + "` = ")
 			args = byID(args, func(r versionedRow) any { return r.values[c] })
 			q.WriteString(", ")
 		}
-		q.WriteString("`version` = `version` + 1 WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(rows)), ",") + ") AND `version` = ")
+		if oneStep {
+			q.WriteString("`version` = `version` + 1")
+		} else {
+			q.WriteString("`version` = `version` + ")
+			args = byID(args, func(r versionedRow) any { return r.steps })
+		}
+		q.WriteString(" WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(rows)), ",") + ") AND `version` = ")
 		for _, r := range rows {
 			args = append(args, r.id)
 		}
@@ -309,7 +384,7 @@ func versionedStatement(s *Store, table, what string, columns []string, rows []v
 				switch {
 				case i < 0:
 					return fmt.Errorf("update %s %d: %w", what, r.id, store.ErrNotFound)
-				case found[i].Version != r.expected+1 || len(rows) == 1:
+				case found[i].Version != r.expected+r.steps || len(rows) == 1:
 					// Moved on: not this update's version. (One row
 					// changed nothing: whatever it has, it moved on.)
 					return fmt.Errorf("update %s %d: expected version %d, found %d: %w", what, r.id, r.expected, found[i].Version, store.ErrConflict)

@@ -71,9 +71,27 @@ func TestHeldWritesJoin(t *testing.T) {
 		require.NotEmpty(t, args)
 		require.Empty(t, p.queue)
 	})
-	t.Run("a row updated twice is two statements in order", func(t *testing.T) {
+	t.Run("a row updated again from the version it was left at is one update", func(t *testing.T) {
 		t.Parallel()
-		p := enqueue(instance(1, 7, "Running"), instance(2, 3, "Running"), instance(1, 8, "Completed"))
+		p := enqueue(instance(1, 7, "Running"), instance(2, 3, "Running"), history(1), instance(1, 8, "Running"), instance(1, 9, "Completed"))
+		require.Equal(t, []string{"update goxpdl_process_instances ×4", "insert goxpdl_history ×1"}, kinds(p))
+		w := p.queue[0].sendable(true)
+		require.Equal(t, "UPDATE `goxpdl_process_instances` SET `state` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, "+
+			"`updated_at` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END, `version` = `version` + CASE `id` WHEN ? THEN ? WHEN ? THEN ? END "+
+			"WHERE `id` IN (?,?) AND `version` = CASE `id` WHEN ? THEN ? WHEN ? THEN ? END", w.query)
+		require.Equal(t, []any{int64(1), "Completed", int64(2), "Running", int64(1), at, int64(2), at,
+			int64(1), int64(3), int64(2), int64(1), int64(1), int64(2), int64(1), int64(7), int64(2), int64(3)}, w.args,
+			"instance 1 takes the last update's values and goes from version 7 to 10")
+		require.True(t, w.rowsOK(2), "one row changed per instance")
+		require.False(t, w.rowsOK(3))
+		p = enqueue(instance(1, 7, "Running"), instance(1, 8, "Completed"))
+		w = p.queue[0].sendable(true)
+		require.Equal(t, "UPDATE `goxpdl_process_instances` SET `state` = ?, `updated_at` = ?, `version` = `version` + ? WHERE `id` = ? AND `version` = ?", w.query)
+		require.Equal(t, []any{"Completed", at, int64(2), int64(1), int64(7)}, w.args)
+	})
+	t.Run("a row updated from another version than the one left stays apart", func(t *testing.T) {
+		t.Parallel()
+		p := enqueue(instance(1, 7, "Running"), instance(2, 3, "Running"), instance(1, 9, "Completed"))
 		require.Equal(t, []string{"update goxpdl_process_instances ×2", "update goxpdl_process_instances ×1"}, kinds(p))
 	})
 	t.Run("an update does not move back past a read of its row", func(t *testing.T) {
@@ -181,6 +199,29 @@ func TestHeldWritesAcrossMarks(t *testing.T) {
 		p.enqueue(history(4))
 		require.Len(t, p.queue, 1)
 		require.Equal(t, []string{"1", "SAVEPOINT a", "2,3", "SAVEPOINT b", "4"}, ids(p.outgoing()))
+	})
+	t.Run("updates of one row joined across a mark, cut back at a rollback", func(t *testing.T) {
+		t.Parallel()
+		at := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+		instance := func(expected int64, state string) queuedWrite {
+			return versionedWrite(s, tableProcessInstances, "process instance", 1, expected, map[string]any{"state": state, "updated_at": at})
+		}
+		p := &pipeline{}
+		p.enqueue(instance(1, "Running"))
+		m := p.setMark("a")
+		p.enqueue(instance(2, "Running"))
+		p.enqueue(instance(3, "Completed"))
+		require.Len(t, p.queue, 1)
+		require.NoError(t, p.rollbackToMark(t.Context(), m))
+		w := p.queue[0].sendable(true)
+		require.Equal(t, []any{"Running", at, int64(1), int64(1)}, w.args, "back to the one update from version 1")
+		p.setMark("b")
+		p.enqueue(instance(2, "Suspended"))
+		out := p.outgoing()
+		require.Len(t, out, 3, "the update before the mark, the SAVEPOINT, the update after it")
+		require.Equal(t, []any{"Running", at, int64(1), int64(1)}, out[0].sendable(true).args)
+		require.Equal(t, "SAVEPOINT b", out[1].query)
+		require.Equal(t, []any{"Suspended", at, int64(1), int64(2)}, out[2].sendable(true).args, "from the version the first one left")
 	})
 	t.Run("sent across marks", func(t *testing.T) {
 		t.Parallel()

@@ -315,7 +315,11 @@ func (p *pipeline) sendEach(ctx context.Context) error {
 			}
 			continue
 		}
-		for _, rows := range pow2Chunks(queue[i].rows.rows) {
+		rows := queue[i].rows.rows
+		if queue[i].rows.compact != nil {
+			rows = queue[i].rows.compact(rows)
+		}
+		for _, rows := range pow2Chunks(rows) {
 			if err := p.exec(ctx, queue[i].rows.statement(rows, true)); err != nil {
 				return err
 			}
