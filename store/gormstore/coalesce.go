@@ -38,6 +38,11 @@ type touch struct {
 	table string
 	ids   []int64
 	adds  bool
+	// columns, when not nil, are all the columns of the rows the write
+	// reads or changes: writes of the same rows whose columns do not meet
+	// commute (a count reads an instance's definition, which its
+	// versioned updates leave alone).
+	columns []string
 }
 
 // overlaps reports whether writes touching a and b could see each
@@ -50,6 +55,8 @@ func (a touch) overlaps(b touch) bool {
 		return false
 	case a.adds || b.adds:
 		return true
+	case a.columns != nil && b.columns != nil && !slices.ContainsFunc(a.columns, func(c string) bool { return slices.Contains(b.columns, c) }):
+		return false
 	}
 	return idsOverlap(a.ids, b.ids)
 }
@@ -87,6 +94,13 @@ type rowsWrite struct {
 	// and sendEach before it cuts rows into chunks, so that no chunk
 	// splits them.
 	compact func(rows []any) []any
+	// insertInto and columns are an insert's table and columns (fold.go);
+	// "" and nil for other writes.
+	insertInto string
+	columns    []string
+	// fold, when not nil, returns these rows as patches of the rows x, a
+	// queued insert, adds (fold.go), or nil when they are not all x's.
+	fold func(x *rowsWrite) []any
 }
 
 // mayJoin reports whether w's rows may join x's, the latest queued write
@@ -126,21 +140,47 @@ func (w *queuedWrite) blocks(later *queuedWrite) bool {
 // enqueue appends w to the queue, or joins it to the latest queued write
 // of its kind that it may move back to.
 func (p *pipeline) enqueue(w queuedWrite) {
-	if w.rows != nil {
-		for j := len(p.queue) - 1; j >= 0; j-- {
-			x := &p.queue[j]
-			if x.rows != nil && w.rows.mayJoin(x.rows) {
-				x.rows.rows = append(x.rows.rows, w.rows.rows...)
-				x.rows.ids = append(x.rows.ids, w.rows.ids...)
-				x.touches = append(x.touches, w.touches...)
-				return
-			}
-			if x.blocks(&w) {
+	if w.rows == nil {
+		p.queue = append(p.queue, w)
+		return
+	}
+	var join *queuedWrite
+	for j := len(p.queue) - 1; j >= 0; j-- {
+		x := &p.queue[j]
+		if join == nil && x.rows != nil && w.rows.mayJoin(x.rows) {
+			join = x
+			if w.rows.fold == nil || x.blocks(&w) {
 				break
 			}
+			// A write that folds looks on for the insert of its rows,
+			// which saves a statement where joining saves none.
+			continue
+		}
+		if x.blocks(&w) {
+			if x.rows != nil && w.rows.fold != nil && len(x.rows.rows)+len(w.rows.rows) <= batchSize {
+				// x is the latest write of w's rows: when it inserts
+				// them, w is folded into it.
+				if patches := w.rows.fold(x.rows); patches != nil {
+					x.join(&w, patches)
+					return
+				}
+			}
+			break
 		}
 	}
+	if join != nil {
+		join.join(&w, w.rows.rows)
+		return
+	}
 	p.queue = append(p.queue, w)
+}
+
+// join appends rows, w's or patches standing for them, to x's, with w's
+// ids and touches.
+func (x *queuedWrite) join(w *queuedWrite, rows []any) {
+	x.rows.rows = append(x.rows.rows, rows...)
+	x.rows.ids = append(x.rows.ids, w.rows.ids...)
+	x.touches = append(x.touches, w.touches...)
 }
 
 // sendable returns the write as it is sent: a write of rows becomes the
@@ -204,14 +244,21 @@ func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedW
 	}
 	w := queuedWrite{touches: []touch{t}}
 	w.rows = &rowsWrite{
-		kind: "insert " + table + " " + strings.Join(columns, ","),
-		ids:  t.ids,
-		rows: make([]any, len(rows)),
-		statement: func(joined []any, held bool) queuedWrite {
-			all := make([][]any, len(joined))
-			for i, r := range joined {
-				all[i] = r.([]any) //nolint:forcetypeassert // rows below are []any
+		kind:       "insert " + table + " " + strings.Join(columns, ","),
+		ids:        t.ids,
+		rows:       make([]any, len(rows)),
+		insertInto: table,
+		columns:    columns,
+		compact: func(rows []any) []any {
+			folded := foldRows(rows)
+			out := make([]any, len(folded))
+			for i, r := range folded {
+				out[i] = r
 			}
+			return out
+		},
+		statement: func(joined []any, held bool) queuedWrite {
+			all := foldRows(joined)
 			query, args := insertStatement(heldVerb(s, "INSERT", table, held, len(all)), table, columns, all)
 			what := "insert into " + table
 			if len(all) > 1 {
@@ -259,12 +306,17 @@ func versionedWrite(s *Store, table, what string, id, expected int64, set map[st
 		row.values = append(row.values, set[col])
 	}
 	return queuedWrite{
-		touches: []touch{{table: table, ids: []int64{id}}},
+		touches: []touch{{table: table, ids: []int64{id}, columns: append(slices.Clone(columns), "version")}},
 		rows: &rowsWrite{
 			kind:    "update " + table + " " + strings.Join(columns, ","),
 			rows:    []any{row},
 			ids:     []int64{id},
 			counted: true,
+			fold: func(x *rowsWrite) []any {
+				return versionedFold(x, table, id, expected, set, func() queuedWrite {
+					return versionedWrite(s, table, what, id, expected, set)
+				})
+			},
 			continues: func(earlier []any) bool {
 				for i := len(earlier) - 1; i >= 0; i-- {
 					if r := earlier[i].(versionedRow); r.id == id { //nolint:forcetypeassert // rows of this kind are versionedRow
@@ -470,6 +522,9 @@ func markWrite(s *Store, ids []int64, at time.Time, owner string) queuedWrite {
 		ids:     ids,
 		rows:    make([]any, len(rows)),
 		counted: owner != "",
+		fold: func(x *rowsWrite) []any {
+			return markFold(x, ids, at, owner, func(id int64) queuedWrite { return markWrite(s, []int64{id}, at, owner) })
+		},
 		statement: func(joined []any, held bool) queuedWrite {
 			all := make([]processedRow, len(joined))
 			for i, r := range joined {

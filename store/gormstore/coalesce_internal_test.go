@@ -104,6 +104,33 @@ func TestHeldWritesJoin(t *testing.T) {
 		p = enqueue(instance(2, 3, "Running"), count(1), instance(1, 8, "Completed"))
 		require.Equal(t, []string{"update goxpdl_process_instances ×1", "INSERT … SELECT", "update goxpdl_process_instances ×1"}, kinds(p))
 	})
+	t.Run("an update moves back past a read of columns it leaves alone", func(t *testing.T) {
+		t.Parallel()
+		// A step's count reads only the instance's definition: the next
+		// steps' updates join the first one past it.
+		definition := queuedWrite{query: "INSERT … SELECT definition", touches: []touch{{table: tableInstanceCountDeltas, adds: true},
+			{table: tableProcessInstances, ids: []int64{1}, columns: []string{"definition_id", "process_def_id"}}}}
+		p := enqueue(instance(1, 7, "Running"), definition, instance(1, 8, "Running"), instance(1, 9, "Completed"))
+		require.Equal(t, []string{"update goxpdl_process_instances ×3", "INSERT … SELECT definition"}, kinds(p))
+		migrated := versionedWrite(s, tableProcessInstances, "process instance", 1, 8, map[string]any{"definition_id": int64(2), "updated_at": at})
+		p = enqueue(instance(1, 7, "Running"), definition, migrated)
+		require.Len(t, p.queue, 3, "an update of the definition stays after the read of it")
+	})
+	t.Run("the counts of a chain's changes of state are one statement of their sums", func(t *testing.T) {
+		t.Parallel()
+		p := enqueue(instance(1, 7, "Running"), countWrite(s, 1, "Initiated", -1), countWrite(s, 1, "Running", 1), history(1),
+			instance(1, 8, "Running"), instance(1, 9, "Completed"), countWrite(s, 1, "Running", -1), countWrite(s, 1, "Completed", 1),
+			countWrite(s, 2, "Running", 1))
+		require.Equal(t, []string{"update goxpdl_process_instances ×3", "count goxpdl_process_instances ×5", "insert goxpdl_history ×1"}, kinds(p))
+		w := p.queue[1].sendable(true)
+		require.Equal(t, "INSERT INTO `goxpdl_instance_count_deltas` (`definition_id`,`process_def_id`,`state`,`n`) "+
+			"SELECT i.`definition_id`, i.`process_def_id`, c.`state`, c.`n` FROM `goxpdl_process_instances` i JOIN ("+
+			"SELECT ? AS `id`, ? AS `state`, ? AS `n` UNION ALL SELECT ?, ?, ? UNION ALL SELECT ?, ?, ?) c ON i.`id` = c.`id`", w.query)
+		require.Equal(t, []any{int64(1), "Initiated", int64(-1), int64(1), "Completed", int64(1), int64(2), "Running", int64(1)}, w.args,
+			"Running +1 and -1 of instance 1 cancel out")
+		p = enqueue(countWrite(s, 1, "Running", 1), countWrite(s, 1, "Running", -1))
+		require.Equal(t, []any{"Running", int64(0), int64(1)}, p.queue[0].sendable(true).args, "all cancel out: one row of 0")
+	})
 	t.Run("rows only added commute with each other", func(t *testing.T) {
 		t.Parallel()
 		p := enqueue(deltas(), count(1), deltas())

@@ -100,7 +100,12 @@ func (s *Store) recordCounts(ctx context.Context, d countDeltas) error {
 // recordCountOf appends, for process instance id as it is now in the
 // transaction (and at version, when not 0), n to its group: one INSERT
 // … SELECT, queued on a pipelined transaction like the writes around it.
+// Given the state and no version (an instance's change of state), it is
+// a write that the counts of other changes join (countWrite).
 func (s *Store) recordCountOf(ctx context.Context, id, version int64, state string, n int64) error {
+	if state != "" && version == 0 {
+		return s.write(ctx, countWrite(s, id, state, n))
+	}
 	stateExpr, args := "state", []any{}
 	if state != "" {
 		stateExpr, args = "?"+s.pgCast("varchar"), append(args, state)
@@ -118,6 +123,98 @@ func (s *Store) recordCountOf(ctx context.Context, id, version int64, state stri
 		// It reads the instance's row as the writes before it left it.
 		touches: []touch{{table: tableInstanceCountDeltas, adds: true}, {table: tableProcessInstances, ids: []int64{id}}},
 	})
+}
+
+// countRow is n more (or fewer) instances in state, of instance id's
+// definition.
+type countRow struct {
+	id    int64
+	state string
+	n     int64
+}
+
+// countWrite is the count of instance id's change of state: n more in
+// state, of the instance's definition, which is all it reads of the
+// instance's row. Counts of other changes join it, and it is sent as
+// one INSERT … SELECT of their sums, each (instance, state) once and
+// none that comes to 0: a chain of steps that takes an instance from
+// Initiated to Running to Completed writes two rows, not four
+// statements. The versioned updates of the instance leave its
+// definition alone, so they may move back past it (touch.columns).
+func countWrite(s *Store, id int64, state string, n int64) queuedWrite {
+	return queuedWrite{
+		touches: []touch{{table: tableInstanceCountDeltas, adds: true},
+			{table: tableProcessInstances, ids: []int64{id}, columns: []string{"definition_id", "process_def_id"}}},
+		rows: &rowsWrite{
+			kind: "count " + tableProcessInstances,
+			rows: []any{countRow{id: id, state: state, n: n}},
+			compact: func(rows []any) []any {
+				summed := summedCounts(rows)
+				out := make([]any, len(summed))
+				for i, c := range summed {
+					out[i] = c
+				}
+				return out
+			},
+			statement: func(joined []any, held bool) queuedWrite {
+				return countStatement(s, summedCounts(joined), held)
+			},
+		},
+	}
+}
+
+// summedCounts adds up the counts of rows by instance and state, in the
+// order each first appears, without those that come to 0; when all do,
+// it keeps the first (a row of 0, which changes no total), so that there
+// is a statement to send.
+func summedCounts(rows []any) []countRow {
+	out := make([]countRow, 0, len(rows))
+	at := map[countRow]int{}
+	for _, r := range rows {
+		c := r.(countRow) //nolint:forcetypeassert // rows of count writes are countRow
+		key := countRow{id: c.id, state: c.state}
+		if i, ok := at[key]; ok {
+			out[i].n += c.n
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, c)
+	}
+	kept := slices.DeleteFunc(slices.Clone(out), func(c countRow) bool { return c.n == 0 })
+	if len(kept) == 0 {
+		return out[:1]
+	}
+	return kept
+}
+
+// countStatement is the INSERT … SELECT of rows into the count deltas,
+// each with its instance's definition: one row's reads the instance;
+// several rows' join the instances to their list.
+func countStatement(s *Store, rows []countRow, held bool) queuedWrite {
+	var q strings.Builder
+	q.WriteString(heldVerb(s, "INSERT", tableInstanceCountDeltas, held, len(rows)) + " INTO `" + tableInstanceCountDeltas + "` (`definition_id`,`process_def_id`,`state`,`n`) ")
+	args := make([]any, 0, 3*len(rows))
+	if len(rows) == 1 {
+		q.WriteString("SELECT `definition_id`, `process_def_id`, ?" + s.pgCast("varchar") + ", ?" + s.pgCast("bigint") +
+			" FROM `" + tableProcessInstances + "` WHERE `id` = ?")
+		args = append(args, rows[0].state, rows[0].n, rows[0].id)
+	} else {
+		q.WriteString("SELECT i.`definition_id`, i.`process_def_id`, c.`state`, c.`n` FROM `" + tableProcessInstances + "` i JOIN (")
+		for i, r := range rows {
+			if i == 0 {
+				q.WriteString("SELECT ?" + s.pgCast("bigint") + " AS `id`, ?" + s.pgCast("varchar") + " AS `state`, ?" + s.pgCast("bigint") + " AS `n`")
+			} else {
+				q.WriteString(" UNION ALL SELECT ?, ?, ?")
+			}
+			args = append(args, r.id, r.state, r.n)
+		}
+		q.WriteString(") c ON i.`id` = c.`id`")
+	}
+	what := fmt.Sprintf("count process instance %d", rows[0].id)
+	if len(rows) > 1 {
+		what = fmt.Sprintf("count %d changes of process instances", len(rows))
+	}
+	return queuedWrite{what: what, query: q.String(), args: args}
 }
 
 // CountProcessInstanceGroups implements store.Tx: the totals plus the

@@ -110,8 +110,9 @@ func (p *pipeline) unsentMarks() bool {
 // queue itself; otherwise its writes cut at each unsent mark, with the
 // mark's SAVEPOINT statement between the writes before it and those
 // after it. A joining write split by marks goes as several, one for the
-// rows of each stretch. The marks are then sent (take and sendEach empty
-// the queue).
+// rows of each stretch, and a change folded into an insert's row in an
+// earlier stretch goes as the write it stands for (fold.go). The marks
+// are then sent (take and sendEach empty the queue).
 func (p *pipeline) outgoing() []queuedWrite {
 	if !p.unsentMarks() {
 		return p.queue
@@ -128,11 +129,15 @@ func (p *pipeline) outgoing() []queuedWrite {
 			return
 		}
 		if end > done[i] {
-			part := *w
-			rows := *w.rows
-			rows.rows = w.rows.rows[done[i]:end]
-			part.rows = &rows
-			out = append(out, part)
+			kept, fallbacks := splitOrphans(w.rows.rows[done[i]:end])
+			if len(kept) > 0 {
+				part := *w
+				rows := *w.rows
+				rows.rows = kept
+				part.rows = &rows
+				out = append(out, part)
+			}
+			out = append(out, fallbacks...)
 			done[i] = end
 		}
 	}

@@ -152,10 +152,14 @@ func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdatePr
 		// when a pipelined transaction sends it.
 		return v, err
 	}
-	if err := s.recordCountOf(ctx, params.ID, v, from, -1); err != nil {
+	// No version in the count: an update that fails, fails the
+	// transaction (at once, or when a pipelined one sends it), and a
+	// later update of the instance in this transaction may join this one
+	// (coalesce.go), so that the count would not find the version.
+	if err := s.recordCountOf(ctx, params.ID, 0, from, -1); err != nil {
 		return 0, err
 	}
-	if err := s.recordCountOf(ctx, params.ID, v, params.State, 1); err != nil {
+	if err := s.recordCountOf(ctx, params.ID, 0, params.State, 1); err != nil {
 		return 0, err
 	}
 	return v, nil
