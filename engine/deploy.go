@@ -200,16 +200,24 @@ func (e *Engine) parsed(def store.Definition) (*deployment, error) {
 	return d, nil
 }
 
-// latest returns the latest deployed version of a package.
+// latest returns the latest deployed version of a package. It reads
+// the version's ID, and its source only when this engine has not parsed
+// it yet: a definition's ID names one source for good.
 func (e *Engine) latest(ctx context.Context, tx store.Tx, packageID string) (*deployment, error) {
-	def, err := tx.LatestDefinition(ctx, packageID)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, notFound("package", packageID)
+	id, err := tx.LatestDefinitionID(ctx, packageID)
+	if err == nil {
+		if d, ok := e.defs.Get(id); ok {
+			return d, nil
 		}
-		return nil, err
+		var def store.Definition
+		if def, err = tx.GetDefinition(ctx, id); err == nil {
+			return e.parsed(def)
+		}
 	}
-	return e.parsed(def)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound("package", packageID)
+	}
+	return nil, err
 }
 
 // Deployments lists every deployed version, oldest first.

@@ -77,6 +77,11 @@ type Tx interface {
 	// LatestDefinition returns the highest version of a package, or
 	// ErrNotFound when none is stored.
 	LatestDefinition(ctx context.Context, packageID string) (Definition, error)
+	// LatestDefinitionID returns the ID of the highest version of a
+	// package, or ErrNotFound when none is stored: LatestDefinition
+	// without reading the source, for a caller that keeps the parsed
+	// definitions by ID (the engine, on every start of an instance).
+	LatestDefinitionID(ctx context.Context, packageID string) (int64, error)
 	// ListDefinitions returns definitions in ID order.
 	ListDefinitions(ctx context.Context, params ListDefinitionsParams) ([]Definition, error)
 

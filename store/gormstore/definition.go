@@ -110,6 +110,19 @@ func (s *Store) LatestDefinition(ctx context.Context, packageID string) (store.D
 	return m.row(), nil
 }
 
+// LatestDefinitionID implements store.Tx.
+func (s *Store) LatestDefinitionID(ctx context.Context, packageID string) (int64, error) {
+	var ids []int64
+	err := s.db.WithContext(ctx).Model(&definitionModel{}).Where("package_id = ?", packageID).Order("version DESC").Limit(1).Pluck("id", &ids).Error
+	if err != nil {
+		return 0, wrap(err, "latest definition of package %q", packageID)
+	}
+	if len(ids) == 0 {
+		return 0, fmt.Errorf("latest definition of package %q: %w", packageID, store.ErrNotFound)
+	}
+	return ids[0], nil
+}
+
 // ListDefinitions implements store.Tx.
 func (s *Store) ListDefinitions(ctx context.Context, params store.ListDefinitionsParams) ([]store.Definition, error) {
 	q := s.db.WithContext(ctx).Order("id")

@@ -109,6 +109,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 		return wrap(err, "transaction")
 	}
 	defer s.gate.leave()
+	if s.pipelined && !nested && len(opts) == 0 {
+		return s.inPipelinedTx(ctx, fn)
+	}
 	var fnErr error
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx); ok && (s.pipelined || s.dialect == store.DialectSQLite) && !nested {

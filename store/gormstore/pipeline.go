@@ -121,7 +121,7 @@ func isStoreError(err error) bool {
 // *sql.Tx underneath gorm, with the queue of writes waiting to be sent.
 // Like the transaction, it is for one goroutine at a time.
 type pipeline struct {
-	tx    *sql.Tx
+	tx    txConn
 	pool  *sql.DB // the pool tx was begun on, for gorm's DB()
 	queue []queuedWrite
 	// oneByOne: the queue is sent as its statements one after another,
@@ -449,6 +449,17 @@ func (p *pipeline) Commit() error {
 func (p *pipeline) Rollback() error {
 	p.queue, p.marks, p.doomed = p.queue[:0], nil, nil
 	return p.tx.Rollback()
+}
+
+// txConn is what a pipeline sends its statements on: a *sql.Tx, or a
+// transaction whose START TRANSACTION waits in the queue (connTx).
+type txConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	Commit() error
+	Rollback() error
 }
 
 // hostPool is the gorm.ConnPool of a host's code inside a pipelined

@@ -2,6 +2,7 @@ package gormstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -323,5 +324,104 @@ func TestHostDBOnAPipelinedTransaction(t *testing.T) {
 		var ids []int64
 		require.NoError(t, s.DB().Raw("SELECT id FROM host_orders ORDER BY id").Scan(&ids).Error)
 		require.Equal(t, []int64{1}, ids, "nothing of the transaction committed")
+	})
+}
+
+// TestPipelinedTransactionBegins checks the transactions whose START
+// TRANSACTION goes with their first text (begin.go): whatever becomes of
+// one, its connection goes back to the pool outside a transaction. The
+// pool has one connection, so each check reads the session the
+// transaction used.
+func TestPipelinedTransactionBegins(t *testing.T) {
+	t.Parallel()
+	db := reopenMySQL(t, openMySQL(t), true)
+	pool, err := db.DB()
+	require.NoError(t, err)
+	pool.SetMaxOpenConns(1)
+	s := newStore(t, db)
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 27, 1, 0, 0, 0, time.UTC)
+	outside := func(t *testing.T) {
+		t.Helper()
+		var open int
+		require.NoError(t, pool.QueryRowContext(ctx, "SELECT @@in_transaction").Scan(&open))
+		require.Zero(t, open, "the session is not left in a transaction")
+		require.Zero(t, pool.Stats().InUse, "the connection went back to the pool")
+	}
+	instance := func(id int64) store.ProcessInstance {
+		return store.ProcessInstance{ID: id, DefinitionID: 1, ProcessDefID: "main", State: "Running", CreatedAt: t0, UpdatedAt: t0}
+	}
+	exists := func(t *testing.T, id int64) bool {
+		t.Helper()
+		_, err := s.GetProcessInstance(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	}
+	refused := errors.New("refused")
+
+	t.Run("nothing sent", func(t *testing.T) { //nolint:paralleltest // one connection
+		require.NoError(t, s.InTx(ctx, func(context.Context, store.Tx) error { return nil }))
+		outside(t)
+		require.ErrorIs(t, s.InTx(ctx, func(context.Context, store.Tx) error { return refused }), refused)
+		outside(t)
+	})
+	t.Run("committed", func(t *testing.T) { //nolint:paralleltest // one connection
+		require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.InsertProcessInstance(ctx, instance(1))
+			return err
+		}))
+		outside(t)
+		require.True(t, exists(t, 1))
+	})
+	t.Run("rolled back after a held write", func(t *testing.T) { //nolint:paralleltest // one connection
+		require.ErrorIs(t, s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.InsertProcessInstance(ctx, instance(2)); err != nil {
+				return err
+			}
+			return refused
+		}), refused)
+		outside(t)
+		require.False(t, exists(t, 2))
+	})
+	t.Run("rolled back after a read sent the begin", func(t *testing.T) { //nolint:paralleltest // one connection
+		require.ErrorIs(t, s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			if _, err := tx.InsertProcessInstance(ctx, instance(3)); err != nil {
+				return err
+			}
+			got, err := tx.GetProcessInstance(ctx, 3)
+			require.NoError(t, err)
+			require.Equal(t, int64(3), got.ID, "the read sees the held insert")
+			return refused
+		}), refused)
+		outside(t)
+		require.False(t, exists(t, 3))
+	})
+	t.Run("a panic", func(t *testing.T) { //nolint:paralleltest // one connection
+		require.Panics(t, func() {
+			_ = s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+				if _, err := tx.GetProcessInstance(ctx, 1); err != nil {
+					return err
+				}
+				_, _ = tx.InsertProcessInstance(ctx, instance(4))
+				panic("host code")
+			})
+		})
+		outside(t)
+		require.False(t, exists(t, 4))
+	})
+	t.Run("a commit whose held write fails", func(t *testing.T) { //nolint:paralleltest // one connection
+		err := s.InTx(ctx, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.InsertProcessInstance(ctx, instance(5))
+			require.NoError(t, err)
+			_, err = tx.UpdateProcessInstance(ctx, store.UpdateProcessInstanceParams{ID: 1, ExpectedVersion: 9, State: "Completed", UpdatedAt: t0})
+			require.NoError(t, err, "held back")
+			return nil
+		})
+		require.ErrorIs(t, err, store.ErrConflict)
+		outside(t)
+		require.False(t, exists(t, 5))
 	})
 }

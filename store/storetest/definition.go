@@ -54,6 +54,9 @@ func (h *harness) testDefinitions(t *testing.T) {
 		latest, err = b.s.LatestDefinition(b.ctx, "b")
 		require.NoError(t, err)
 		require.Equal(t, b1, latest)
+		id, err := b.s.LatestDefinitionID(b.ctx, "a")
+		require.NoError(t, err)
+		require.Equal(t, a3.ID, id)
 
 		all, err := b.s.ListDefinitions(b.ctx, store.ListDefinitionsParams{})
 		require.NoError(t, err)
@@ -153,6 +156,8 @@ func (h *harness) testDefinitions(t *testing.T) {
 		_, err := b.s.GetDefinition(b.ctx, 12345)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = b.s.LatestDefinition(b.ctx, "missing")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = b.s.LatestDefinitionID(b.ctx, "missing")
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 
