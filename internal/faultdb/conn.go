@@ -52,6 +52,11 @@ type conn struct {
 	inTx   bool
 	broken bool     // a connection error struck: everything fails from now on
 	ran    []string // the statements of the open transaction
+	// textTx: the open transaction was begun by a statement text
+	// (START TRANSACTION, as gormstore's pipelined MySQL transactions
+	// begin) and ends by one (COMMIT, ROLLBACK); txExempt: it was begun
+	// under Exempt.
+	textTx, txExempt bool
 }
 
 // ranQuery reports whether a statement of the open transaction contains
@@ -118,6 +123,19 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.textTx && len(args) == 0 {
+		// The end of a transaction begun by a text, at the same points
+		// of failure as tx's.
+		switch strings.TrimSpace(query) {
+		case "COMMIT":
+			return driver.RowsAffected(0), c.commit(c.txExempt, c.parentText("COMMIT"), c.parentText("ROLLBACK"))
+		case "ROLLBACK":
+			return driver.RowsAffected(0), c.rollback(c.parentText("ROLLBACK"))
+		}
+	}
+	if err := c.textBegin(ctx, query); err != nil {
+		return nil, err
+	}
 	if err := c.statement(ctx, query); err != nil {
 		return nil, err
 	}
@@ -125,10 +143,39 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 }
 
 func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.textBegin(ctx, query); err != nil {
+		return nil, err
+	}
 	if err := c.statement(ctx, query); err != nil {
 		return nil, err
 	}
 	return c.parent.QueryContext(ctx, query, args)
+}
+
+// textBegin is BeginTx for a statement text that begins with START
+// TRANSACTION: the injector may fail it as a BEGIN, before any of the
+// text reaches the database.
+func (c *conn) textBegin(ctx context.Context, query string) error {
+	if c.inTx || !strings.HasPrefix(query, "START TRANSACTION") {
+		return nil
+	}
+	if c.broken {
+		return driver.ErrBadConn
+	}
+	if f := c.in.strike(ctx, Begin, nil); f != nil {
+		return c.fail(f)
+	}
+	c.inTx, c.ran, c.textTx, c.txExempt = true, c.ran[:0], true, exempt(ctx)
+	return nil
+}
+
+// parentText returns a function that runs query on the connection
+// underneath.
+func (c *conn) parentText(query string) func() error {
+	return func() error {
+		_, err := c.parent.ExecContext(context.Background(), query, nil)
+		return err
+	}
 }
 
 func (c *conn) Begin() (driver.Tx, error) {
@@ -198,29 +245,34 @@ type tx struct {
 	exempt bool // begun under Exempt
 }
 
-func (t *tx) Commit() error {
-	c := t.conn
-	c.inTx = false
+func (t *tx) Commit() error { return t.conn.commit(t.exempt, t.parent.Commit, t.parent.Rollback) }
+
+func (t *tx) Rollback() error { return t.conn.rollback(t.parent.Rollback) }
+
+// commit ends the open transaction with commit, or with a fault: then
+// rollback ends it, unless the fault strikes after the commit.
+func (c *conn) commit(exempted bool, commit, rollback func() error) error {
+	c.inTx, c.textTx = false, false
 	if c.broken {
-		_ = t.parent.Rollback() // the server rolls back a transaction whose client went away
+		_ = rollback() // the server rolls back a transaction whose client went away
 		return driver.ErrBadConn
 	}
 	ctx := context.Background()
-	if t.exempt {
+	if exempted {
 		ctx = Exempt(ctx)
 	}
 	f := c.in.strike(ctx, Commit, c.ranQuery)
 	switch {
 	case f == nil:
-		return t.parent.Commit()
+		return commit()
 	case f.Kind == AfterCommit:
-		if err := t.parent.Commit(); err != nil {
+		if err := commit(); err != nil {
 			return err
 		}
 		c.broken = true
 		return f.Err
 	default:
-		_ = t.parent.Rollback()
+		_ = rollback()
 		if breaks(f.Err) {
 			c.broken = true
 		}
@@ -228,10 +280,10 @@ func (t *tx) Commit() error {
 	}
 }
 
-func (t *tx) Rollback() error {
-	c := t.conn
-	c.inTx = false
-	err := t.parent.Rollback()
+// rollback ends the open transaction with rollback.
+func (c *conn) rollback(rollback func() error) error {
+	c.inTx, c.textTx = false, false
+	err := rollback()
 	if c.broken {
 		return driver.ErrBadConn
 	}

@@ -109,7 +109,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 		return wrap(err, "transaction")
 	}
 	defer s.gate.leave()
-	if s.pipelined && !nested && len(opts) == 0 {
+	if _, pool := s.db.Statement.ConnPool.(*sql.DB); pool && s.pipelined && !nested && len(opts) == 0 {
+		// A pool the host wrapped in a gorm.ConnPool of its own begins
+		// its transactions through it, as gorm does.
 		return s.inPipelinedTx(ctx, fn)
 	}
 	var fnErr error
