@@ -71,8 +71,8 @@ func (e *Engine) chainable(pi int64, ev store.Event) bool {
 // chain processes, after first's flush in the same transaction, the
 // events first sent its instance and those the chained steps send in
 // turn, oldest first, at most Config.ChainSteps, each in a savepoint. It
-// stops at a step that fails, and when the transaction is not alone on
-// its lane (a group of several, or requests waiting). It returns the
+// stops at a step that fails, and when process control waits for the
+// transaction's lane (commitLane.mayChain). It returns the
 // links it made; an error only when a savepoint itself failed, which
 // fails the transaction.
 //
@@ -120,12 +120,8 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 	cur := first.committed()
 	var links []*chainLink
 	for len(queue) > 0 && len(links) < e.chainSteps {
-		if lane != nil && !lane.alone() {
-			// Other engine transactions share this one or wait for it
-			// (process control among them, on SQLite's one lane): group
-			// commit shares the commits now, and a chained step's
-			// savepoint would send the group's held writes one by one.
-			break
+		if lane != nil && !lane.mayChain(e.chainsInGroups) {
+			break // process control waits for the lane, or others share it
 		}
 		if mode.critical && e.sched.CriticalWaiting() > 0 {
 			break // process control waits for this worker

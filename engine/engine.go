@@ -272,9 +272,12 @@ type Config struct {
 	// one each, and nothing else changes: each step is still a run of
 	// its own, with its own history, records and observations, a step
 	// that fails is rolled back alone and handled as if it had run on its
-	// own, and the steps before it commit. A chain runs only while its
-	// transaction is alone on its commit lane: under load, group commit
-	// shares the commits instead. Zero takes DefaultChainSteps;
+	// own, and the steps before it commit. A chain stops when process
+	// control waits for its commit lane; where the store's deferred
+	// savepoints cost nothing (store.Capabilities.DeferredSavepoints:
+	// SQLite, MySQL) the runs of a group commit chain too, each its own
+	// instance's steps, and elsewhere (PostgreSQL) a chain runs only while
+	// its transaction is alone on its lane. Zero takes DefaultChainSteps;
 	// negative turns chains off (every step commits on its own).
 	ChainSteps int
 	// Retention deletes finished instances some time after they ended,
@@ -368,6 +371,10 @@ type Engine struct {
 	runStop context.CancelFunc
 
 	conflicts atomic.Uint64
+	// chainsInGroups: the members of a group commit chain too
+	// (commitLane.mayChain), where the store's deferred savepoints cost
+	// nothing.
+	chainsInGroups bool
 	// chainSteps is Config.ChainSteps resolved (0: no chains);
 	// chainedSteps counts the events chains processed, and maybeCalled
 	// holds the events whose chained step failed after calling an
@@ -517,6 +524,7 @@ func New(cfg Config) (*Engine, error) {
 		lanes = mysqlCommitLanes // MySQL/MariaDB and PostgreSQL: row locks
 	}
 	e.commits = newGroupCommitter(st, lanes, maxCommitGroup, cfg.Clock, cfg.Logger)
+	e.chainsInGroups = st.Capabilities().DeferredSavepoints
 	switch {
 	case cfg.ChainSteps == 0:
 		e.chainSteps = DefaultChainSteps

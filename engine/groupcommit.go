@@ -197,9 +197,24 @@ func (g *groupCommitter) waiting(ctx context.Context) bool {
 	return len(l.queue) > l.running
 }
 
-// alone reports whether the group running on the lane is one request
-// and nobody waits behind it: a chain (chain.go) runs only then.
-func (l *commitLane) alone() bool {
+// mayChain reports whether a transaction running on the lane may go on
+// with a chain (chain.go): no critical request (process control, on
+// SQLite's one lane) waits for the lane and, unless inGroups, the
+// transaction is alone on it (one request, none waiting). With inGroups
+// the members of a group chain too: each instance's next steps join the
+// group's commit instead of waiting for groups of their own, and the
+// requests queued behind the group wait at most for every member's
+// ChainSteps. That pays where a savepoint costs nothing until something
+// is sent (store.Capabilities.DeferredSavepoints); elsewhere each
+// chained step's savepoint is round trips of its own, which a group
+// shares the commit to save.
+func (l *commitLane) mayChain(inGroups bool) bool {
+	if l.critical.Load() > 0 {
+		return false
+	}
+	if inGroups {
+		return true
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.running <= 1 && len(l.queue) <= l.running

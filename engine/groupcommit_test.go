@@ -367,3 +367,29 @@ func TestGroupCommitFindsTheMemberWhoseHeldWriteFailed(t *testing.T) {
 		}
 	})
 }
+
+// Who may chain on a lane (commitLane.mayChain): with deferred
+// savepoints the members of a group chain as a transaction alone does;
+// without them only a transaction alone on the lane does; and nobody
+// while process control waits for the lane.
+func TestGroupCommitChains(t *testing.T) {
+	t.Parallel()
+	l := &commitLane{}
+	normal := func() *commitRequest { return &commitRequest{} }
+	l.queue, l.running = []*commitRequest{normal()}, 1
+	require.True(t, l.mayChain(false), "alone")
+	require.True(t, l.mayChain(true))
+
+	l.queue, l.running = []*commitRequest{normal(), normal(), normal()}, 3
+	require.False(t, l.mayChain(false), "a group of three")
+	require.True(t, l.mayChain(true), "a group of three, with deferred savepoints")
+
+	l.queue, l.running = []*commitRequest{normal(), normal()}, 1
+	require.False(t, l.mayChain(false), "one waits behind")
+	require.True(t, l.mayChain(true))
+
+	l.queue = append(l.queue, &commitRequest{critical: true})
+	l.critical.Add(1)
+	require.False(t, l.mayChain(false), "process control waits")
+	require.False(t, l.mayChain(true), "process control waits")
+}

@@ -45,6 +45,11 @@ type Capabilities struct {
 	// Without it claims are serialised by the database (SQLite has a
 	// single writer).
 	SupportsSkipLocked bool
+	// DeferredSavepoints reports that Tx.DeferredSavepoint costs no
+	// statement unless something is sent while it stands (the store
+	// holds writes back: MySQL with pipelined sessions, SQLite). Without
+	// it, a deferred savepoint is a Savepoint, with its round trips.
+	DeferredSavepoints bool
 }
 
 // Dialects reported by Capabilities.

@@ -85,6 +85,7 @@ func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{
 		Dialect:            s.dialect,
 		SupportsSkipLocked: s.rowLocks(),
+		DeferredSavepoints: s.pipelined || s.dialect == store.DialectSQLite,
 	}
 }
 

@@ -194,9 +194,9 @@ func TestMigrateIsIdempotent(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	want := map[string]store.Capabilities{
-		"SQLite":       {Dialect: store.DialectSQLite},
-		"SQLiteMemory": {Dialect: store.DialectSQLite},
-		"MySQL":        {Dialect: store.DialectMySQL, SupportsSkipLocked: true},
+		"SQLite":       {Dialect: store.DialectSQLite, DeferredSavepoints: true},
+		"SQLiteMemory": {Dialect: store.DialectSQLite, DeferredSavepoints: true},
+		"MySQL":        {Dialect: store.DialectMySQL, SupportsSkipLocked: true, DeferredSavepoints: true},
 		"Postgres":     {Dialect: store.DialectPostgres, SupportsSkipLocked: true},
 	}
 	for _, d := range dialects {
