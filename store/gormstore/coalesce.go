@@ -88,7 +88,7 @@ type rowsWrite struct {
 	// earlier ones of their kind that change the same row: a versioned
 	// update of a row that an earlier queued update leaves at the version
 	// this one expects. Without it, rows join only rows of other ids.
-	continues func(earlier []any) bool
+	continues func(x *rowsWrite) bool
 	// compact, when not nil, merges the rows for one statement that
 	// change the same row (versionedRows); the statement runs it itself,
 	// and sendEach before it cuts rows into chunks, so that no chunk
@@ -109,7 +109,7 @@ func (w *rowsWrite) mayJoin(x *rowsWrite) bool {
 	if x.kind != w.kind || len(x.rows)+len(w.rows) > batchSize {
 		return false
 	}
-	return !idsOverlap(x.ids, w.ids) || (w.continues != nil && w.continues(x.rows))
+	return !idsOverlap(x.ids, w.ids) || (w.continues != nil && w.continues(x))
 }
 
 // counted reports whether w, as it is sent, checks its row count.
@@ -127,6 +127,12 @@ func (w *queuedWrite) blocks(later *queuedWrite) bool {
 	if w.touches == nil || later.touches == nil {
 		return true
 	}
+	// A joined write has a touch per write that joined it, all on a
+	// table or two: the tables tell most pairs apart at once.
+	tables := w.touchedTables()
+	if !slices.ContainsFunc(later.touches, func(b touch) bool { return slices.Contains(tables, b.table) }) {
+		return false
+	}
 	for _, a := range w.touches {
 		for _, b := range later.touches {
 			if a.overlaps(b) {
@@ -135,6 +141,23 @@ func (w *queuedWrite) blocks(later *queuedWrite) bool {
 		}
 	}
 	return false
+}
+
+// touchedTables returns the tables of w's touches. It keeps them in
+// w.tables and extends them as writes join w; touches cut back at a
+// rollback to a mark leave them as they were, which only makes blocks
+// look closer.
+func (w *queuedWrite) touchedTables() []string {
+	if w.tablesOf > len(w.touches) {
+		w.tables, w.tablesOf = w.tables[:0], 0
+	}
+	for _, t := range w.touches[w.tablesOf:] {
+		if !slices.Contains(w.tables, t.table) {
+			w.tables = append(w.tables, t.table)
+		}
+	}
+	w.tablesOf = len(w.touches)
+	return w.tables
 }
 
 // enqueue appends w to the queue, or joins it to the latest queued write
@@ -317,9 +340,11 @@ func versionedWrite(s *Store, table, what string, id, expected int64, set map[st
 					return versionedWrite(s, table, what, id, expected, set)
 				})
 			},
-			continues: func(earlier []any) bool {
-				for i := len(earlier) - 1; i >= 0; i-- {
-					if r := earlier[i].(versionedRow); r.id == id { //nolint:forcetypeassert // rows of this kind are versionedRow
+			continues: func(x *rowsWrite) bool {
+				// The ids of versioned rows name them one for one.
+				for i := len(x.ids) - 1; i >= 0; i-- {
+					if x.ids[i] == id {
+						r := x.rows[i].(versionedRow) //nolint:forcetypeassert // rows of this kind are versionedRow
 						return r.expected+r.steps == expected
 					}
 				}

@@ -43,17 +43,28 @@ type rowPatch struct {
 // row returns the row with id that x, a queued insert, adds, as the
 // patches folded into it so far leave it; nil when x adds no such row.
 func (x *rowsWrite) row(id int64) []any {
-	var row []any
-	for _, r := range x.rows {
-		switch r := r.(type) {
-		case []any:
-			if v, ok := r[0].(int64); ok && v == id {
-				row = r
-			}
-		case rowPatch:
-			if r.id == id && row != nil {
-				row = r.apply(row)
-			}
+	// An insert's ids name its rows and patches one for one: the row
+	// is the last entry of id that is a row, then its patches.
+	if len(x.ids) != len(x.rows) {
+		return nil
+	}
+	base := -1
+	for i := len(x.ids) - 1; i >= 0; i-- {
+		if x.ids[i] != id {
+			continue
+		}
+		if _, ok := x.rows[i].([]any); ok {
+			base = i
+			break
+		}
+	}
+	if base < 0 {
+		return nil
+	}
+	row, _ := x.rows[base].([]any)
+	for i := base + 1; i < len(x.ids); i++ {
+		if p, ok := x.rows[i].(rowPatch); ok && x.ids[i] == id {
+			row = p.apply(row)
 		}
 	}
 	return row

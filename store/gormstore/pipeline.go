@@ -66,6 +66,10 @@ type queuedWrite struct {
 	// one; the write is then sent as rows.statement of all the rows (its
 	// query is built only then, sendable).
 	rows *rowsWrite
+	// tables are the tables of the first tablesOf touches
+	// (touchedTables).
+	tables   []string
+	tablesOf int
 }
 
 // write runs w on s's connection or transaction: queued when s is a
