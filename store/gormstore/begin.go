@@ -57,24 +57,17 @@ func (c *connTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, e
 
 // Commit commits what was sent (the pipeline sent its queue first) and
 // gives the connection back to the pool.
-func (c *connTx) Commit() error {
-	if c.ended {
-		return sql.ErrTxDone
-	}
-	c.ended = true
-	if !c.sent {
-		return c.conn.Close()
-	}
-	if _, err := c.conn.ExecContext(context.Background(), "COMMIT"); err != nil {
-		return errors.Join(err, c.discard())
-	}
-	return c.conn.Close()
-}
+func (c *connTx) Commit() error { return c.end("COMMIT") }
 
 // Rollback rolls back what was sent and gives the connection back to
 // the pool; one whose ROLLBACK failed is closed instead, so that no
 // later user of the pool finds a transaction open.
-func (c *connTx) Rollback() error {
+func (c *connTx) Rollback() error { return c.end("ROLLBACK") }
+
+// end ends the transaction with statement, COMMIT or ROLLBACK, when
+// anything was sent, and gives the connection back, or closes it when
+// statement failed.
+func (c *connTx) end(statement string) error {
 	if c.ended {
 		return sql.ErrTxDone
 	}
@@ -82,7 +75,7 @@ func (c *connTx) Rollback() error {
 	if !c.sent {
 		return c.conn.Close()
 	}
-	if _, err := c.conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+	if _, err := c.conn.ExecContext(context.Background(), statement); err != nil {
 		return errors.Join(err, c.discard())
 	}
 	return c.conn.Close()

@@ -103,6 +103,15 @@ type rowsWrite struct {
 	fold func(x *rowsWrite) []any
 }
 
+// anyRows returns rows as the rows of a rowsWrite.
+func anyRows[T any](rows []T) []any {
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r
+	}
+	return out
+}
+
 // mayJoin reports whether w's rows may join x's, the latest queued write
 // of their kind that w may move back to.
 func (w *rowsWrite) mayJoin(x *rowsWrite) bool {
@@ -272,14 +281,7 @@ func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedW
 		rows:       make([]any, len(rows)),
 		insertInto: table,
 		columns:    columns,
-		compact: func(rows []any) []any {
-			folded := foldRows(rows)
-			out := make([]any, len(folded))
-			for i, r := range folded {
-				out[i] = r
-			}
-			return out
-		},
+		compact:    func(rows []any) []any { return anyRows(foldRows(rows)) },
 		statement: func(joined []any, held bool) queuedWrite {
 			all := foldRows(joined)
 			query, args := insertStatement(heldVerb(s, "INSERT", table, held, len(all)), table, columns, all)
@@ -350,14 +352,7 @@ func versionedWrite(s *Store, table, what string, id, expected int64, set map[st
 				}
 				return false
 			},
-			compact: func(rows []any) []any {
-				joined := versionedRows(rows)
-				out := make([]any, len(joined))
-				for i, r := range joined {
-					out[i] = r
-				}
-				return out
-			},
+			compact: func(rows []any) []any { return anyRows(versionedRows(rows)) },
 			statement: func(joined []any, held bool) queuedWrite {
 				return versionedStatement(s, table, what, columns, versionedRows(joined), held)
 			},

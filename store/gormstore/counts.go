@@ -146,16 +146,9 @@ func countWrite(s *Store, id int64, state string, n int64) queuedWrite {
 		touches: []touch{{table: tableInstanceCountDeltas, adds: true},
 			{table: tableProcessInstances, ids: []int64{id}, columns: []string{"definition_id", "process_def_id"}}},
 		rows: &rowsWrite{
-			kind: "count " + tableProcessInstances,
-			rows: []any{countRow{id: id, state: state, n: n}},
-			compact: func(rows []any) []any {
-				summed := summedCounts(rows)
-				out := make([]any, len(summed))
-				for i, c := range summed {
-					out[i] = c
-				}
-				return out
-			},
+			kind:    "count " + tableProcessInstances,
+			rows:    []any{countRow{id: id, state: state, n: n}},
+			compact: func(rows []any) []any { return anyRows(summedCounts(rows)) },
 			statement: func(joined []any, held bool) queuedWrite {
 				return countStatement(s, summedCounts(joined), held)
 			},
