@@ -115,6 +115,11 @@ cannot rot.
   a duplicate "complete" signal is accepted and left unread rather than
   refused. The duplicate table shows the difference in behaviour, not only
   in speed.
+- **go-workflows' W5 on MariaDB at 10,000 was stopped in the 2026-11-27
+  16:30 sitting** (the three runs listed as failed). Its pilot of 500
+  instances took 63 s, which set a lead of 21 minutes a run: over an hour
+  of waiting for the three, more than the sitting had. goxpdl's runs of
+  the same cell are in the table.
 - **W5's lead.** Each run first runs a pilot: a twentieth of the
   instances (at least 50), due at once, to completion, on the same engine,
   database and clients. How long it took, scaled to all the instances,
