@@ -645,6 +645,18 @@ type backlogSink struct {
 
 func (s *backlogSink) Backlog() int { return int(s.backlog.Load()) }
 
+// setupBacklog starts a bus with MaxBacklog max over a backlogSink.
+func setupBacklog(t *testing.T, maxBacklog int) (*bundle, *backlogSink) {
+	t.Helper()
+	var sink *backlogSink
+	b := setupSink(t, eventbus.Config{MaxBacklog: maxBacklog, BatchSize: 10}, func(c *chanSink) eventbus.Sink {
+		sink = &backlogSink{chanSink: c}
+		return sink
+	})
+	b.start(t)
+	return b, sink
+}
+
 // TestBacklogHoldsBack: while the sink's backlog is at MaxBacklog,
 // Publish leaves normal events unclaimed in the outbox (critical ones are
 // claimed and dispatched as ever) and the poller claims only critical
@@ -652,12 +664,7 @@ func (s *backlogSink) Backlog() int { return int(s.backlog.Load()) }
 // HoldingBack says whether events wait in the outbox meanwhile.
 func TestBacklogHoldsBack(t *testing.T) {
 	t.Parallel()
-	var sink *backlogSink
-	b := setupSink(t, eventbus.Config{MaxBacklog: 3, BatchSize: 10}, func(c *chanSink) eventbus.Sink {
-		sink = &backlogSink{chanSink: c}
-		return sink
-	})
-	b.start(t)
+	b, sink := setupBacklog(t, 3)
 	require.False(t, b.bus.HoldingBack())
 
 	sink.backlog.Store(3)
@@ -700,12 +707,7 @@ func TestBacklogHoldsBack(t *testing.T) {
 // held back in the outbox too, and claimed once there is room for them.
 func TestBacklogHoldsBackCritical(t *testing.T) {
 	t.Parallel()
-	var sink *backlogSink
-	b := setupSink(t, eventbus.Config{MaxBacklog: 2, BatchSize: 10}, func(c *chanSink) eventbus.Sink {
-		sink = &backlogSink{chanSink: c}
-		return sink
-	})
-	b.start(t)
+	b, sink := setupBacklog(t, 2)
 
 	sink.backlog.Store(4)
 	published := b.publish(t, store.Event{EventID: "c1", ProcessInstanceID: 8, Kind: "test", Critical: true})
