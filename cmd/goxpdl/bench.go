@@ -136,6 +136,10 @@ Diagnostics (not part of the stable interface):
 
 	--cpuprofile FILE   write a CPU profile of the workload (not of the
 	                    baseline) for "go tool pprof"
+	--memprofile FILE   write an allocation profile, taken when the
+	                    workload ends, for "go tool pprof -sample_index
+	                    alloc_space"; it counts from the program's start,
+	                    so leave out --baseline
 	--chain-steps N     the engine's Config.ChainSteps (default: the
 	                    engine's, 16; -1: every step commits on its own)
 
@@ -177,6 +181,7 @@ type benchOptions struct {
 	nodes                  int
 	baseline, json         bool
 	cpuProfile             string
+	memProfile             string
 	chainSteps             int
 }
 
@@ -195,6 +200,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.baseline, "baseline", false, "measure raw commits/s first")
 	fs.BoolVar(&opts.json, "json", false, "print JSON")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile")
+	fs.StringVar(&opts.memProfile, "memprofile", "", "write an allocation profile")
 	fs.IntVar(&opts.chainSteps, "chain-steps", 0, "engine.Config.ChainSteps")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -533,6 +539,12 @@ func bench(ctx context.Context, opts benchOptions, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	pprof.StopCPUProfile() // the drain below is not part of the workload
+	if opts.memProfile != "" {
+		if err := writeAllocProfile(opts.memProfile); err != nil {
+			printErr(stderr, "goxpdl bench: memory profile: %v\n", err)
+			return exitUsage
+		}
+	}
 	if res.stalled == 0 {
 		// Count the events that finished instances leave behind (none
 		// expected); a stalled run would wait for its retries here.
@@ -987,4 +999,14 @@ func deployBenchTarget(ctx context.Context, e *engine.Engine, target benchTarget
 		return dep, exitUsage
 	}
 	return dep, exitOK
+}
+
+// writeAllocProfile writes the allocations the program has made so far
+// to path, in pprof's format.
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
 }

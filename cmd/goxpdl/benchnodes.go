@@ -120,6 +120,8 @@ func (o *benchOptions) nodesRefusal() string {
 		return fmt.Sprintf("--nodes %d needs a database the nodes can share: --db mysql://... or postgres://... (SQLite is one process per file)", o.nodes)
 	case o.cpuProfile != "":
 		return "--cpuprofile profiles one process: not with --nodes"
+	case o.memProfile != "":
+		return "--memprofile profiles one process: not with --nodes"
 	}
 	return ""
 }
