@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goxpdl/goxpdl/store"
@@ -262,6 +263,7 @@ func pow2Chunks(rows []any) [][]any {
 func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedWrite {
 	t := touch{table: table}
 	if columns[0] == "id" {
+		t.ids = make([]int64, 0, len(rows))
 		for _, r := range rows {
 			id, ok := r[0].(int64)
 			if !ok {
@@ -276,7 +278,7 @@ func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedW
 	}
 	w := queuedWrite{touches: []touch{t}}
 	w.rows = &rowsWrite{
-		kind:       "insert " + table + " " + strings.Join(columns, ","),
+		kind:       insertKind(table, columns),
 		ids:        t.ids,
 		rows:       make([]any, len(rows)),
 		insertInto: table,
@@ -298,6 +300,30 @@ func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedW
 	return w
 }
 
+// insertKinds holds, for each table, the rowsWrite kind of inserts of the
+// columns the table's rows were last inserted with (a table's inserts
+// almost always name the same columns), so that a step's inserts do not
+// each build the same string.
+var insertKinds sync.Map // table → insertKindEntry
+
+type insertKindEntry struct {
+	columns []string
+	kind    string
+}
+
+// insertKind is the rowsWrite kind of inserts of columns into table:
+// inserts of the same kind may join.
+func insertKind(table string, columns []string) string {
+	if e, ok := insertKinds.Load(table); ok {
+		if e := e.(insertKindEntry); slices.Equal(e.columns, columns) { //nolint:forcetypeassert // the map holds insertKindEntry
+			return e.kind
+		}
+	}
+	e := insertKindEntry{columns: slices.Clone(columns), kind: "insert " + table + " " + strings.Join(columns, ",")}
+	insertKinds.Store(table, e)
+	return e.kind
+}
+
 // versionedRow is one row of a versioned update: its id, the version it
 // must have, the new values of the columns in name order, and by how
 // much the version goes up: 1, or the number of updates of the row that
@@ -308,38 +334,80 @@ type versionedRow struct {
 	steps        int64
 }
 
-// versionedWrite is the optimistic update of row id of table (a process
-// or activity instance) from version expected: the columns of set take
-// their values and the version goes up by one. It must change the row;
-// when it does not, the version moved on (ErrConflict) or the row does not
-// exist (ErrNotFound), which a second read tells apart. A plain statement
-// on the connection underneath gorm: it runs on every engine step, where
-// gorm's map handling cost more than the UPDATE itself. Columns in name
-// order, so the text is always the same. Other versioned updates of the
-// table and columns may join it, and so may a later update of the same
-// row that expects the version this one leaves: a chain of engine steps
-// updates its process instance once a step, all in one transaction, and
-// the queue sends them as one UPDATE that moves the version on by their
-// number, with the last one's values. Between two such updates no
-// queued write reads the row (the scan back in enqueue stops at any
-// that does), and the transaction holds the row from the first one on,
-// so no other transaction can tell the difference.
-func versionedWrite(s *Store, table, what string, id, expected int64, set map[string]any) queuedWrite {
-	columns := slices.Sorted(maps.Keys(set))
-	row := versionedRow{id: id, expected: expected, steps: 1}
-	for _, col := range columns {
-		row.values = append(row.values, set[col])
+// versionedShape is what the versioned updates of one table and one set
+// of columns share, made once for the engine's hot updates (an activity's,
+// a process instance's) rather than on every step.
+type versionedShape struct {
+	table, what string
+	// columns are the columns the update sets, in name order, so that the
+	// text is always the same.
+	columns []string
+	// touched are columns and "version": what the update changes.
+	touched []string
+	// kind is the rowsWrite kind: updates of one shape may join.
+	kind string
+}
+
+// newVersionedShape returns the shape of the versioned updates of table
+// (what names its rows in errors) that set columns, in any order.
+func newVersionedShape(table, what string, columns ...string) *versionedShape {
+	sorted := slices.Sorted(slices.Values(columns))
+	return &versionedShape{
+		table: table, what: what, columns: sorted,
+		touched: append(slices.Clone(sorted), "version"),
+		kind:    "update " + table + " " + strings.Join(sorted, ","),
 	}
+}
+
+// versionedSet is what one versioned update sets: values are those of
+// shape.columns, in their order.
+type versionedSet struct {
+	shape  *versionedShape
+	values []any
+}
+
+// setOf returns the versioned set of the columns and values of set, a
+// map from column to value, for updates that are not hot enough for a
+// shape of their own.
+func setOf(table, what string, set map[string]any) versionedSet {
+	shape := newVersionedShape(table, what, slices.Collect(maps.Keys(set))...)
+	values := make([]any, len(shape.columns))
+	for i, col := range shape.columns {
+		values[i] = set[col]
+	}
+	return versionedSet{shape: shape, values: values}
+}
+
+// versionedWrite is the optimistic update of row id of set's table (a
+// process or activity instance, a work item) from version expected: the
+// columns of set take their values and the version goes up by one. It
+// must change the row; when it does not, the version moved on
+// (ErrConflict) or the row does not exist (ErrNotFound), which a second
+// read tells apart. A plain statement on the connection underneath gorm:
+// it runs on every engine step, where gorm's map handling cost more than
+// the UPDATE itself. Other versioned updates of the same shape may join
+// it, and so may a later update of the same row that expects the version
+// this one leaves: a chain of engine steps updates its process instance
+// once a step, all in one transaction, and the queue sends them as one
+// UPDATE that moves the version on by their number, with the last one's
+// values. Between two such updates no queued write reads the row (the
+// scan back in enqueue stops at any that does), and the transaction holds
+// the row from the first one on, so no other transaction can tell the
+// difference.
+func versionedWrite(s *Store, id, expected int64, set versionedSet) queuedWrite {
+	shape := set.shape
+	row := versionedRow{id: id, expected: expected, values: set.values, steps: 1}
+	ids := []int64{id} // joins append to the rows' ids, never to a touch's
 	return queuedWrite{
-		touches: []touch{{table: table, ids: []int64{id}, columns: append(slices.Clone(columns), "version")}},
+		touches: []touch{{table: shape.table, ids: ids, columns: shape.touched}},
 		rows: &rowsWrite{
-			kind:    "update " + table + " " + strings.Join(columns, ","),
+			kind:    shape.kind,
 			rows:    []any{row},
-			ids:     []int64{id},
+			ids:     ids,
 			counted: true,
 			fold: func(x *rowsWrite) []any {
-				return versionedFold(x, table, id, expected, set, func() queuedWrite {
-					return versionedWrite(s, table, what, id, expected, set)
+				return versionedFold(x, id, expected, set, func() queuedWrite {
+					return versionedWrite(s, id, expected, set)
 				})
 			},
 			continues: func(x *rowsWrite) bool {
@@ -354,7 +422,7 @@ func versionedWrite(s *Store, table, what string, id, expected int64, set map[st
 			},
 			compact: func(rows []any) []any { return anyRows(versionedRows(rows)) },
 			statement: func(joined []any, held bool) queuedWrite {
-				return versionedStatement(s, table, what, columns, versionedRows(joined), held)
+				return versionedStatement(s, shape.table, shape.what, shape.columns, versionedRows(joined), held)
 			},
 		},
 	}
@@ -566,12 +634,13 @@ func markWrite(s *Store, ids []int64, at time.Time, owner string) queuedWrite {
 // end time, the usual one, is not written and its index entry not
 // rewritten.
 func clearEndWrite(s *Store, id int64) queuedWrite {
+	ids := []int64{id} // joins append to the rows' ids, never to a touch's
 	return queuedWrite{
-		touches: []touch{{table: tableProcessInstances, ids: []int64{id}}},
+		touches: []touch{{table: tableProcessInstances, ids: ids}},
 		rows: &rowsWrite{
 			kind: "clear end " + tableProcessInstances,
 			rows: []any{id},
-			ids:  []int64{id},
+			ids:  ids,
 			statement: func(joined []any, held bool) queuedWrite {
 				args := make([]any, len(joined))
 				copy(args, joined)

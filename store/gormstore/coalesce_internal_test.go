@@ -25,7 +25,7 @@ func TestHeldWritesJoin(t *testing.T) {
 		return insertWrite(s, tableHistory, []string{"id", "subject"}, rows)
 	}
 	instance := func(id, expected int64, state string) queuedWrite {
-		return versionedWrite(s, tableProcessInstances, "process instance", id, expected, map[string]any{"state": state, "updated_at": at})
+		return versionedWrite(s, id, expected, setOf(tableProcessInstances, "process instance", map[string]any{"state": state, "updated_at": at}))
 	}
 	mark := func(owner string, ids ...int64) queuedWrite { return markWrite(s, ids, at, owner) }
 	count := func(id int64) queuedWrite {
@@ -112,7 +112,7 @@ func TestHeldWritesJoin(t *testing.T) {
 			{table: tableProcessInstances, ids: []int64{1}, columns: []string{"definition_id", "process_def_id"}}}}
 		p := enqueue(instance(1, 7, "Running"), definition, instance(1, 8, "Running"), instance(1, 9, "Completed"))
 		require.Equal(t, []string{"update goxpdl_process_instances ×3", "INSERT … SELECT definition"}, kinds(p))
-		migrated := versionedWrite(s, tableProcessInstances, "process instance", 1, 8, map[string]any{"definition_id": int64(2), "updated_at": at})
+		migrated := versionedWrite(s, 1, 8, setOf(tableProcessInstances, "process instance", map[string]any{"definition_id": int64(2), "updated_at": at}))
 		p = enqueue(instance(1, 7, "Running"), definition, migrated)
 		require.Len(t, p.queue, 3, "an update of the definition stays after the read of it")
 	})
@@ -231,7 +231,7 @@ func TestHeldWritesAcrossMarks(t *testing.T) {
 		t.Parallel()
 		at := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
 		instance := func(expected int64, state string) queuedWrite {
-			return versionedWrite(s, tableProcessInstances, "process instance", 1, expected, map[string]any{"state": state, "updated_at": at})
+			return versionedWrite(s, 1, expected, setOf(tableProcessInstances, "process instance", map[string]any{"state": state, "updated_at": at}))
 		}
 		p := &pipeline{}
 		p.enqueue(instance(1, "Running"))

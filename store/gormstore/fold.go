@@ -32,12 +32,19 @@ import (
 // will be inserted with instead.
 
 // rowPatch is a change folded into the row with id of a queued insert:
-// the columns at the indexes of set take their values. fallback is the
-// write it stands for, sent instead when the row goes out without it.
+// the columns at the indexes of set take their values. fallback makes
+// the write it stands for, sent instead when the row goes out without
+// it (rarely: only then is it made).
 type rowPatch struct {
 	id       int64
-	set      map[int]any
-	fallback queuedWrite
+	set      []columnValue
+	fallback func() queuedWrite
+}
+
+// columnValue is the value of the column at index in a row.
+type columnValue struct {
+	index int
+	value any
 }
 
 // row returns the row with id that x, a queued insert, adds, as the
@@ -74,8 +81,8 @@ func (x *rowsWrite) row(id int64) []any {
 // was, for a rollback to a mark).
 func (p rowPatch) apply(row []any) []any {
 	out := slices.Clone(row)
-	for i, v := range p.set {
-		out[i] = v
+	for _, c := range p.set {
+		out[c.index] = c.value
 	}
 	return out
 }
@@ -116,7 +123,7 @@ func splitOrphans(rows []any) (kept []any, fallbacks []queuedWrite) {
 				if kept == nil {
 					kept = slices.Clone(rows[:i])
 				}
-				fallbacks = append(fallbacks, r.fallback)
+				fallbacks = append(fallbacks, r.fallback())
 				continue
 			}
 		}
@@ -130,11 +137,11 @@ func splitOrphans(rows []any) (kept []any, fallbacks []queuedWrite) {
 	return kept, fallbacks
 }
 
-// versionedFold folds the versioned update of row id of table (from
-// version expected, set: column values) into x when x is the queued
-// insert of that row and leaves it at version expected.
-func versionedFold(x *rowsWrite, table string, id, expected int64, set map[string]any, fallback func() queuedWrite) []any {
-	if x.insertInto != table {
+// versionedFold folds the versioned update of row id (from version
+// expected, to set) into x when x is the queued insert of that row and
+// leaves it at version expected.
+func versionedFold(x *rowsWrite, id, expected int64, set versionedSet, fallback func() queuedWrite) []any {
+	if x.insertInto != set.shape.table {
 		return nil
 	}
 	row := x.row(id)
@@ -145,13 +152,14 @@ func versionedFold(x *rowsWrite, table string, id, expected int64, set map[strin
 	if v, ok := row[version].(int64); !ok || v != expected {
 		return nil
 	}
-	p := rowPatch{id: id, set: map[int]any{version: expected + 1}, fallback: fallback()}
-	for col, v := range set {
-		i := slices.Index(x.columns, col)
-		if i < 0 {
+	p := rowPatch{id: id, set: make([]columnValue, 0, len(set.values)+1), fallback: fallback}
+	p.set = append(p.set, columnValue{version, expected + 1})
+	for i, col := range set.shape.columns {
+		at := slices.Index(x.columns, col)
+		if at < 0 {
 			return nil
 		}
-		p.set[i] = v
+		p.set = append(p.set, columnValue{at, set.values[i]})
 	}
 	return []any{p}
 }
@@ -180,7 +188,7 @@ func markFold(x *rowsWrite, ids []int64, at time.Time, owner string, fallback fu
 			return nil
 		}
 		t := dbTime(at)
-		out = append(out, rowPatch{id: id, set: map[int]any{processed: &t}, fallback: fallback(id)})
+		out = append(out, rowPatch{id: id, set: []columnValue{{processed, &t}}, fallback: func() queuedWrite { return fallback(id) }})
 	}
 	return out
 }

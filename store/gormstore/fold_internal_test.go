@@ -22,7 +22,7 @@ func TestHeldWritesFoldIntoInserts(t *testing.T) {
 		return insertWrite(s, tableActivityInstances, activityInstanceColumnsWithID, [][]any{append([]any{m.ID}, m.values()...)})
 	}
 	update := func(id, expected int64, state string) queuedWrite {
-		return versionedWrite(s, tableActivityInstances, "activity instance", id, expected, map[string]any{"state": state, "updated_at": later})
+		return versionedWrite(s, id, expected, setOf(tableActivityInstances, "activity instance", map[string]any{"state": state, "updated_at": later}))
 	}
 	event := func(id int64, claimedBy string) queuedWrite {
 		m := eventModel{ID: id, EventID: "e", ProcessInstanceID: 1, Kind: "activity.start", CreatedAt: at, AvailableAt: at, ClaimedBy: claimedBy}
@@ -77,7 +77,7 @@ func TestHeldWritesFoldIntoInserts(t *testing.T) {
 	})
 	t.Run("an update of a column the insert does not name is a write of its own", func(t *testing.T) {
 		t.Parallel()
-		odd := versionedWrite(s, tableActivityInstances, "activity instance", 7, 1, map[string]any{"no_such_column": 1})
+		odd := versionedWrite(s, 7, 1, setOf(tableActivityInstances, "activity instance", map[string]any{"no_such_column": 1}))
 		p := enqueue(activity(7), odd)
 		require.Len(t, p.queue, 2)
 	})

@@ -122,28 +122,23 @@ func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdatePr
 			from = states[0]
 		}
 	}
-	set := map[string]any{
-		"state":      params.State,
-		"diagnosis":  params.Diagnosis,
-		"tokens":     dbBytes(params.Tokens),
-		"updated_at": dbTime(params.UpdatedAt),
-		"ended_at":   dbTimePtr(params.EndedAt),
-	}
 	// SQLite rewrites the entries of every index on a column the SET
 	// names, whether its value changes or not: state is in four of the
 	// table's indexes, ended_at in one. An update that keeps the state
 	// (most of them: every step of a running instance) leaves both out
 	// of the UPDATE, and clears a stored end time, when there is one, in
 	// a statement that changes no row otherwise (clearEndWrite).
+	diagnosis, tokens, updatedAt := params.Diagnosis, dbBytes(params.Tokens), dbTime(params.UpdatedAt)
+	set := versionedSet{shape: processUpdate, values: []any{diagnosis, dbTimePtr(params.EndedAt), params.State, tokens, updatedAt}}
 	clearEnd := false
 	if s.dialect == store.DialectSQLite && from != "" && from == params.State {
-		delete(set, "state")
+		set = versionedSet{shape: processUpdateKeepingState, values: []any{diagnosis, dbTimePtr(params.EndedAt), tokens, updatedAt}}
 		if params.EndedAt == nil {
-			delete(set, "ended_at")
+			set = versionedSet{shape: processUpdateRunning, values: []any{diagnosis, tokens, updatedAt}}
 			clearEnd = true
 		}
 	}
-	v, err := s.updateVersioned(ctx, tableProcessInstances, "process instance", params.ID, params.ExpectedVersion, set)
+	v, err := s.updateVersioned(ctx, params.ID, params.ExpectedVersion, set)
 	if err == nil && clearEnd {
 		err = s.write(ctx, clearEndWrite(s, params.ID))
 	}
@@ -165,18 +160,26 @@ func (s *Store) UpdateProcessInstance(ctx context.Context, params store.UpdatePr
 	return v, nil
 }
 
+// The shapes of UpdateProcessInstance's update: the values go in the
+// order of the columns.
+var (
+	processUpdate             = newVersionedShape(tableProcessInstances, "process instance", "diagnosis", "ended_at", "state", "tokens", "updated_at")
+	processUpdateKeepingState = newVersionedShape(tableProcessInstances, "process instance", "diagnosis", "ended_at", "tokens", "updated_at")
+	processUpdateRunning      = newVersionedShape(tableProcessInstances, "process instance", "diagnosis", "tokens", "updated_at")
+)
+
 // updateVersioned is the optimistic update of process and activity
 // instances: one UPDATE ... WHERE id = ? AND version = ? that also
 // increments the version. No row changed means the version moved on
 // (ErrConflict) or the row does not exist (ErrNotFound), which a second
 // read tells apart.
-func (s *Store) updateVersioned(ctx context.Context, table, what string, id, expected int64, set map[string]any) (int64, error) {
+func (s *Store) updateVersioned(ctx context.Context, id, expected int64, set versionedSet) (int64, error) {
 	done, err := s.writing(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	if err := s.write(ctx, versionedWrite(s, table, what, id, expected, set)); err != nil {
+	if err := s.write(ctx, versionedWrite(s, id, expected, set)); err != nil {
 		return 0, err
 	}
 	return expected + 1, nil
@@ -481,15 +484,15 @@ func (s *Store) UpdateActivityInstance(ctx context.Context, params store.UpdateA
 	if err := requireTime("update activity instance: updated at", params.UpdatedAt); err != nil {
 		return 0, err
 	}
-	return s.updateVersioned(ctx, tableActivityInstances, "activity instance", params.ID, params.ExpectedVersion, map[string]any{
-		"state":      params.State,
-		"attempt":    params.Attempt,
-		"diagnosis":  params.Diagnosis,
-		"updated_at": dbTime(params.UpdatedAt),
-		"ended_at":   dbTimePtr(params.EndedAt),
-		"loop_state": dbBytes(params.LoopState),
-	})
+	return s.updateVersioned(ctx, params.ID, params.ExpectedVersion, versionedSet{shape: activityUpdate, values: []any{
+		params.Attempt, params.Diagnosis, dbTimePtr(params.EndedAt), dbBytes(params.LoopState), params.State, dbTime(params.UpdatedAt),
+	}})
 }
+
+// activityUpdate is the shape of UpdateActivityInstance's update: the
+// values go in this order.
+var activityUpdate = newVersionedShape(tableActivityInstances, "activity instance",
+	"attempt", "diagnosis", "ended_at", "loop_state", "state", "updated_at")
 
 // UpdateActivityInstances implements store.Tx with one UPDATE whose
 // columns take their value by id (CASE `id` WHEN … THEN …) and whose WHERE

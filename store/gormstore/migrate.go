@@ -29,12 +29,12 @@ func (s *Store) MigrateProcessInstance(ctx context.Context, params store.Migrate
 	if err := s.recordCountOf(ctx, params.ID, params.ExpectedVersion, "", -1); err != nil {
 		return 0, err
 	}
-	v, err := s.updateVersioned(ctx, tableProcessInstances, "process instance", params.ID, params.ExpectedVersion, map[string]any{
+	v, err := s.updateVersioned(ctx, params.ID, params.ExpectedVersion, setOf(tableProcessInstances, "process instance", map[string]any{
 		"definition_id":  params.DefinitionID,
 		"process_def_id": params.ProcessDefID,
 		"tokens":         dbBytes(params.Tokens),
 		"updated_at":     dbTime(params.UpdatedAt),
-	})
+	}))
 	if err != nil {
 		return 0, err
 	}

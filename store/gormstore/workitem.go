@@ -229,7 +229,7 @@ func (s *Store) holdWorkItem(ctx context.Context, m *workItemModel, visible []st
 func (s *Store) holdWorkItemUpdate(ctx context.Context, params store.UpdateWorkItemParams, visible []store.Principal) error {
 	id := params.ID
 	dueAt := dbTimePtr(params.DueAt)
-	err := s.write(ctx, versionedWrite(s, tableWorkItems, "work item", id, params.ExpectedVersion, workItemUpdates(params)))
+	err := s.write(ctx, versionedWrite(s, id, params.ExpectedVersion, setOf(tableWorkItems, "work item", workItemUpdates(params))))
 	if err != nil {
 		return err
 	}

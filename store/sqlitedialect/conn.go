@@ -147,10 +147,12 @@ type cachingConn struct {
 // more than the runs of a group commit.
 const timeTexts = 64
 
-// timeText is a time and the text the driver would write for it.
+// timeText is a time and the text the driver would write for it, as a
+// driver.Value already (boxing a string allocates; a time repeats over
+// a step's rows).
 type timeText struct {
 	t    time.Time
-	text string
+	text driver.Value
 }
 
 type cachedStmt struct {
@@ -188,17 +190,17 @@ func (c *cachingConn) formatTimes(args []driver.NamedValue) {
 
 // timeText returns the text of t, formatting it when it is not one of
 // the recent times.
-func (c *cachingConn) timeText(t time.Time) string {
+func (c *cachingConn) timeText(t time.Time) driver.Value {
 	// Newest first: a statement's rows mostly repeat the time just used.
 	for k := range timeTexts {
 		i := (c.nextTime - 1 - k + timeTexts) % timeTexts
 		// ==, not Equal: the text also shows the zone and a monotonic
 		// reading, which Equal ignores.
-		if e := &c.times[i]; e.text != "" && e.t == t { //nolint:staticcheck // see above
+		if e := &c.times[i]; e.text != nil && e.t == t { //nolint:staticcheck // see above
 			return e.text
 		}
 	}
-	text := t.String()
+	var text driver.Value = t.String()
 	c.times[c.nextTime] = timeText{t: t, text: text}
 	c.nextTime = (c.nextTime + 1) % timeTexts
 	return text
