@@ -636,18 +636,29 @@ func markWrite(s *Store, ids []int64, at time.Time, owner string) queuedWrite {
 func clearEndWrite(s *Store, id int64) queuedWrite {
 	ids := []int64{id} // joins append to the rows' ids, never to a touch's
 	return queuedWrite{
-		touches: []touch{{table: tableProcessInstances, ids: ids}},
+		// Only ended_at: the versioned updates that leave it alone move
+		// back past this write and join the instance's earlier one.
+		touches: []touch{{table: tableProcessInstances, ids: ids, columns: clearEndColumns}},
 		rows: &rowsWrite{
 			kind: "clear end " + tableProcessInstances,
 			rows: []any{id},
 			ids:  ids,
+			// A second clear of a row is the first one again.
+			continues: func(*rowsWrite) bool { return true },
 			statement: func(joined []any, held bool) queuedWrite {
-				args := make([]any, len(joined))
-				copy(args, joined)
-				query := heldVerb(s, "UPDATE", tableProcessInstances, held, len(joined)) + " `" + tableProcessInstances +
-					"` SET `ended_at` = NULL WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(joined)), ",") + ") AND `ended_at` IS NOT NULL"
-				return queuedWrite{what: fmt.Sprintf("clear the end time of %d process instances", len(joined)), query: query, args: args}
+				args := make([]any, 0, len(joined))
+				for _, id := range joined {
+					if !slices.Contains(args, id) {
+						args = append(args, id)
+					}
+				}
+				query := heldVerb(s, "UPDATE", tableProcessInstances, held, len(args)) + " `" + tableProcessInstances +
+					"` SET `ended_at` = NULL WHERE `id` IN (" + strings.TrimSuffix(strings.Repeat("?,", len(args)), ",") + ") AND `ended_at` IS NOT NULL"
+				return queuedWrite{what: fmt.Sprintf("clear the end time of %d process instances", len(args)), query: query, args: args}
 			},
 		},
 	}
 }
+
+// clearEndColumns are the columns clearEndWrite reads and changes.
+var clearEndColumns = []string{"ended_at"}

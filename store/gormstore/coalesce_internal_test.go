@@ -116,6 +116,34 @@ func TestHeldWritesJoin(t *testing.T) {
 		p = enqueue(instance(1, 7, "Running"), definition, migrated)
 		require.Len(t, p.queue, 3, "an update of the definition stays after the read of it")
 	})
+	t.Run("on SQLite a chain's updates of running instances and their clears of the end time are one of each", func(t *testing.T) {
+		t.Parallel()
+		lite := &Store{dialect: store.DialectSQLite}
+		running := func(id, expected int64) queuedWrite {
+			return versionedWrite(lite, id, expected, versionedSet{shape: processUpdateRunning, values: []any{"", []byte("t"), at}})
+		}
+		ended := func(id, expected int64) queuedWrite {
+			return versionedWrite(lite, id, expected, versionedSet{shape: processUpdateKeepingState, values: []any{"", &at, []byte("t"), at}})
+		}
+		// Two instances, three steps each, as UpdateProcessInstance
+		// queues them: the update, then the clear of the end time.
+		var ws []queuedWrite
+		for step := range int64(3) {
+			for id := int64(1); id <= 2; id++ {
+				ws = append(ws, running(id, 7+step), clearEndWrite(lite, id), history(10*id+step))
+			}
+		}
+		p := enqueue(ws...)
+		require.Equal(t, []string{"update goxpdl_process_instances ×6", "clear end ×6", "insert goxpdl_history ×6"}, kinds(p))
+		w := p.queue[1].sendable(true)
+		require.Equal(t, "UPDATE OR FAIL `goxpdl_process_instances` SET `ended_at` = NULL WHERE `id` IN (?,?) AND `ended_at` IS NOT NULL", w.query)
+		require.Equal(t, []any{int64(1), int64(2)}, w.args, "each instance once")
+		// An update that sets the end time stays after the clear, and a
+		// later clear stays after it.
+		p = enqueue(running(1, 7), clearEndWrite(lite, 1), ended(1, 8), running(1, 9), clearEndWrite(lite, 1))
+		require.Equal(t, []string{"update goxpdl_process_instances ×1", "clear end ×1", "update goxpdl_process_instances ×1",
+			"update goxpdl_process_instances ×1", "clear end ×1"}, kinds(p))
+	})
 	t.Run("the counts of a chain's changes of state are one statement of their sums", func(t *testing.T) {
 		t.Parallel()
 		p := enqueue(instance(1, 7, "Running"), countWrite(s, 1, "Initiated", -1), countWrite(s, 1, "Running", 1), history(1),
