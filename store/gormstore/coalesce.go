@@ -286,6 +286,9 @@ func insertWrite(s *Store, table string, columns []string, rows [][]any) queuedW
 		compact:    func(rows []any) []any { return anyRows(foldRows(rows)) },
 		statement: func(joined []any, held bool) queuedWrite {
 			all := foldRows(joined)
+			if len(all) == 0 {
+				return queuedWrite{} // every row dropped (fold.go): nothing to send
+			}
 			query, args := insertStatement(heldVerb(s, "INSERT", table, held, len(all)), table, columns, all)
 			what := "insert into " + table
 			if len(all) > 1 {
@@ -611,7 +614,7 @@ func markWrite(s *Store, ids []int64, at time.Time, owner string) queuedWrite {
 		rows:    make([]any, len(rows)),
 		counted: owner != "",
 		fold: func(x *rowsWrite) []any {
-			return markFold(x, ids, at, owner, func(id int64) queuedWrite { return markWrite(s, []int64{id}, at, owner) })
+			return markFold(x, ids, owner, func(id int64) queuedWrite { return markWrite(s, []int64{id}, at, owner) })
 		},
 		statement: func(joined []any, held bool) queuedWrite {
 			all := make([]processedRow, len(joined))

@@ -11,7 +11,12 @@ import (
 // published, and completes the activity the step before it created. While
 // that insert still waits in the queue, the change need not be a
 // statement of its own: it is folded into the row the insert will add,
-// which then goes in as the change leaves it. A chain of ten steps on
+// which then goes in as the change leaves it. An event marked processed
+// so is not inserted at all: the outbox holds what is still to be done,
+// and the processed mark of an event that no other transaction could
+// ever see would only say that it was done, which the history of the
+// step that processed it says already (issue #23: "the processed mark
+// may be a delete"). A chain of ten steps on
 // MySQL so saves two statements and their row counts, each a few tenths
 // of a millisecond of the server's time.
 //
@@ -32,12 +37,14 @@ import (
 // will be inserted with instead.
 
 // rowPatch is a change folded into the row with id of a queued insert:
-// the columns at the indexes of set take their values. fallback makes
-// the write it stands for, sent instead when the row goes out without
-// it (rarely: only then is it made).
+// the columns at the indexes of set take their values, or, with drop,
+// the row is not inserted. fallback makes the write it stands for, sent
+// instead when the row goes out without it (rarely: only then is it
+// made).
 type rowPatch struct {
 	id       int64
 	set      []columnValue
+	drop     bool
 	fallback func() queuedWrite
 }
 
@@ -48,7 +55,8 @@ type columnValue struct {
 }
 
 // row returns the row with id that x, a queued insert, adds, as the
-// patches folded into it so far leave it; nil when x adds no such row.
+// patches folded into it so far leave it; nil when x adds no such row,
+// or no longer (a patch dropped it).
 func (x *rowsWrite) row(id int64) []any {
 	// An insert's ids name its rows and patches one for one: the row
 	// is the last entry of id that is a row, then its patches.
@@ -71,6 +79,9 @@ func (x *rowsWrite) row(id int64) []any {
 	row, _ := x.rows[base].([]any)
 	for i := base + 1; i < len(x.ids); i++ {
 		if p, ok := x.rows[i].(rowPatch); ok && x.ids[i] == id {
+			if p.drop {
+				return nil
+			}
 			row = p.apply(row)
 		}
 	}
@@ -88,10 +99,12 @@ func (p rowPatch) apply(row []any) []any {
 }
 
 // foldRows returns the rows of a queued insert with the patches folded
-// into them applied. Every patch's row is among them (splitOrphans).
+// into them applied, without the rows they dropped (possibly none left).
+// Every patch's row is among them (splitOrphans).
 func foldRows(rows []any) [][]any {
 	out := make([][]any, 0, len(rows))
 	at := map[int64]int{}
+	dropped := false
 	for _, r := range rows {
 		switch r := r.(type) {
 		case []any:
@@ -101,8 +114,15 @@ func foldRows(rows []any) [][]any {
 			out = append(out, r)
 		case rowPatch:
 			i := at[r.id]
+			if r.drop {
+				out[i], dropped = nil, true
+				continue
+			}
 			out[i] = r.apply(out[i])
 		}
+	}
+	if dropped {
+		out = slices.DeleteFunc(out, func(row []any) bool { return row == nil })
 	}
 	return out
 }
@@ -164,10 +184,10 @@ func versionedFold(x *rowsWrite, id, expected int64, set versionedSet, fallback 
 	return []any{p}
 }
 
-// markFold folds the processed mark of events ids (at, as owner's when
+// markFold folds the processed mark of events ids (as owner's when
 // owner is not "") into x when x is the queued insert of all of them,
-// unprocessed and, with an owner, claimed by it.
-func markFold(x *rowsWrite, ids []int64, at time.Time, owner string, fallback func(id int64) queuedWrite) []any {
+// unprocessed and, with an owner, claimed by it: they are not inserted.
+func markFold(x *rowsWrite, ids []int64, owner string, fallback func(id int64) queuedWrite) []any {
 	if x.insertInto != tableEvents {
 		return nil
 	}
@@ -187,8 +207,7 @@ func markFold(x *rowsWrite, ids []int64, at time.Time, owner string, fallback fu
 		if by, ok := row[claimedBy].(string); owner != "" && (!ok || by != owner) {
 			return nil
 		}
-		t := dbTime(at)
-		out = append(out, rowPatch{id: id, set: []columnValue{{processed, &t}}, fallback: func() queuedWrite { return fallback(id) }})
+		out = append(out, rowPatch{id: id, drop: true, fallback: func() queuedWrite { return fallback(id) }})
 	}
 	return out
 }

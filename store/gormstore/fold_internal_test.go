@@ -2,6 +2,7 @@ package gormstore
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,14 +87,32 @@ func TestHeldWritesFoldIntoInserts(t *testing.T) {
 		p := enqueue(activity(7), queuedWrite{query: "opaque"}, update(7, 1, "open.running"))
 		require.Len(t, p.queue, 3)
 	})
-	t.Run("an event published and marked processed is inserted processed", func(t *testing.T) {
+	t.Run("an event published and marked processed is not inserted", func(t *testing.T) {
 		t.Parallel()
 		p := enqueue(event(5, "node-1"), event(6, "node-1"), mark("node-1", 5))
 		require.Len(t, p.queue, 1)
-		processed, ok := column(p.queue[0], 0, "processed_at").(*time.Time)
-		require.True(t, ok)
-		require.Equal(t, later, *processed)
-		require.Nil(t, column(p.queue[0], 1, "processed_at"))
+		rows := foldRows(p.queue[0].rows.rows)
+		require.Len(t, rows, 1, "event 6 alone")
+		require.Equal(t, int64(6), rows[0][0])
+		require.Nil(t, column(p.queue[0], 0, "processed_at"))
+		w := p.queue[0].sendable(true)
+		require.Len(t, w.args, len(eventColumnsWithID), "one row")
+		require.Nil(t, p.queue[0].rows.row(5), "no row 5 for a later change to fold into")
+
+		// When every row is dropped, the text holds no insert.
+		p = enqueue(event(5, "node-1"), activity(7), mark("node-1", 5))
+		require.Len(t, p.queue, 2)
+		require.Empty(t, p.queue[0].sendable(true).query)
+		query, _, checked := p.take()
+		require.NotContains(t, query, "goxpdl_events")
+		require.Equal(t, 0, strings.Count(query, ";"), "the insert of the activity alone")
+		require.Empty(t, checked)
+		require.Empty(t, enqueue(event(5, "node-1"), mark("node-1", 5)).pipelineText(t), "nothing at all to send")
+	})
+	t.Run("a second mark of a dropped event is a write of its own", func(t *testing.T) {
+		t.Parallel()
+		p := enqueue(event(5, "node-1"), mark("node-1", 5), mark("node-1", 5))
+		require.Len(t, p.queue, 2, "and it fails its row count when sent")
 	})
 	t.Run("a mark folds only into events claimed by its owner", func(t *testing.T) {
 		t.Parallel()
@@ -130,4 +149,11 @@ func TestHeldWritesFoldIntoInserts(t *testing.T) {
 		require.Contains(t, upd.query, "UPDATE `goxpdl_activity_instances`")
 		require.Equal(t, []any{"open.running", later, int64(7), int64(1)}, upd.args)
 	})
+}
+
+// pipelineText is the text p would send for its queue.
+func (p *pipeline) pipelineText(t *testing.T) string {
+	t.Helper()
+	query, _, _ := p.take()
+	return query
 }

@@ -82,6 +82,9 @@ func (s *Store) write(ctx context.Context, w queuedWrite) error {
 		return nil
 	}
 	w = w.sendable(false)
+	if w.query == "" {
+		return nil
+	}
 	res, err := s.db.Statement.ConnPool.ExecContext(ctx, s.native(w.query), w.args...)
 	if err != nil || w.rowsOK == nil {
 		return wrap(err, "%s", w.what)
@@ -191,7 +194,10 @@ func (p *pipeline) take() (query string, args []any, checked []queuedWrite) {
 	queue := p.outgoing()
 	for i := range queue {
 		w := queue[i].sendable(true)
-		if i > 0 {
+		if w.query == "" {
+			continue // an insert whose rows were all dropped (fold.go)
+		}
+		if q.Len() > 0 {
 			q.WriteString(";\n")
 		}
 		q.WriteString(w.query)
@@ -203,6 +209,15 @@ func (p *pipeline) take() (query string, args []any, checked []queuedWrite) {
 	}
 	p.queue = p.queue[:0]
 	return q.String(), args, checked
+}
+
+// joinTexts is the text of the queued writes' batch followed by query;
+// query alone when the batch is empty (every held write folded away).
+func joinTexts(batch, query string) string {
+	if batch == "" {
+		return query
+	}
+	return batch + ";\n" + query
 }
 
 // readCounts reads the row counts of the checked writes, the first
@@ -288,6 +303,9 @@ func (p *pipeline) send(ctx context.Context) error {
 		return p.sendEach(ctx)
 	}
 	query, args, checked := p.take()
+	if query == "" {
+		return nil
+	}
 	if len(checked) == 0 {
 		_, err := p.tx.ExecContext(ctx, query, args...)
 		return err
@@ -386,7 +404,7 @@ func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (
 	}
 	marked := p.unsentMarks()
 	batch, batchArgs, _ := p.take()
-	res, err := p.tx.ExecContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
+	res, err := p.tx.ExecContext(ctx, joinTexts(batch, query), append(batchArgs, args...)...)
 	if err != nil {
 		return nil, p.sentAcross(marked, err)
 	}
@@ -410,7 +428,7 @@ func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) 
 	}
 	marked := p.unsentMarks()
 	batch, batchArgs, checked := p.take()
-	rows, err := p.tx.QueryContext(ctx, batch+";\n"+query, append(batchArgs, args...)...)
+	rows, err := p.tx.QueryContext(ctx, joinTexts(batch, query), append(batchArgs, args...)...)
 	if err == nil {
 		_, err = readCounts(ctx, rows, checked)
 	}
