@@ -112,6 +112,17 @@ type (
 		ToState            string
 		N                  int
 	}
+	// historyRow is a row of goxpdl_history: one transition, or a run
+	// of them with the states between in via (store/gormstore/history.go).
+	historyRow struct {
+		Subject            string
+		ProcessInstanceID  int64
+		ActivityInstanceID *int64
+		WorkItemID         *int64
+		FromState          string
+		Via                string
+		ToState            string
+	}
 	countRow struct {
 		ID int64
 		N  int
@@ -144,19 +155,15 @@ func readTables(ctx context.Context, db, jdb *gorm.DB) (*tables, error) {
 		}
 		return nil
 	}
-	var completions, timers []countRow
+	var timers []countRow
+	var history []historyRow
 	var counters []varRow
 	steps := []error{
 		read("process instances", &t.pis, "SELECT id, process_def_id, parent_instance_id, parent_activity_id, state FROM goxpdl_process_instances"),
 		read("activity instances", &t.ais, "SELECT id, process_instance_id, activity_def_id, state FROM goxpdl_activity_instances"),
 		read("work items", &t.wis, "SELECT id, process_instance_id, activity_instance_id, state FROM goxpdl_work_items"),
-		read("history", &t.histDups, `SELECT subject, process_instance_id, activity_instance_id, work_item_id, from_state, to_state, COUNT(*) AS n
-			FROM goxpdl_history
-			GROUP BY subject, process_instance_id, activity_instance_id, work_item_id, from_state, to_state
-			HAVING COUNT(*) > 1`),
-		read("completions", &completions, `SELECT activity_instance_id AS id, COUNT(*) AS n FROM goxpdl_history
-			WHERE subject = ? AND to_state = ? AND activity_instance_id IS NOT NULL GROUP BY activity_instance_id`,
-			store.SubjectActivity, string(wftype.ActivityCompleted)),
+		read("history", &history, `SELECT subject, process_instance_id, activity_instance_id, work_item_id, from_state, via, to_state
+			FROM goxpdl_history ORDER BY id`),
 		read("counters", &counters, "SELECT process_instance_id, value FROM goxpdl_variables WHERE name = ?", counterVar),
 		read("timers", &timers, "SELECT process_instance_id AS id, COUNT(*) AS n FROM goxpdl_timers WHERE state IN ? GROUP BY process_instance_id",
 			[]string{string(store.TimerPending), string(store.TimerPaused)}),
@@ -167,10 +174,7 @@ func readTables(ctx context.Context, db, jdb *gorm.DB) (*tables, error) {
 			return nil, err
 		}
 	}
-	t.completions = make(map[int64]int, len(completions))
-	for _, c := range completions {
-		t.completions[c.ID] = c.N
-	}
+	t.histDups, t.completions = transitions(history)
 	t.timers = make(map[int64]int, len(timers))
 	for _, c := range timers {
 		t.timers[c.ID] = c.N
@@ -557,4 +561,56 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// transitions counts the transitions the history rows hold: those
+// written more than once, and each activity instance's transitions to
+// Completed.
+func transitions(rows []historyRow) (dups []histDup, completions map[int64]int) {
+	type key struct {
+		subject        string
+		instance       int64
+		activity, item int64 // 0: none
+		from, to       string
+	}
+	orZero := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	seen := map[key]int{}
+	var order []key
+	completions = map[int64]int{}
+	for _, r := range rows {
+		states := []string{r.ToState}
+		if r.Via != "" {
+			states = append(strings.Split(r.Via, ","), r.ToState)
+		}
+		from := r.FromState
+		for _, to := range states {
+			k := key{r.Subject, r.ProcessInstanceID, orZero(r.ActivityInstanceID), orZero(r.WorkItemID), from, to}
+			if seen[k] == 0 {
+				order = append(order, k)
+			}
+			seen[k]++
+			if r.Subject == store.SubjectActivity && to == string(wftype.ActivityCompleted) && r.ActivityInstanceID != nil {
+				completions[*r.ActivityInstanceID]++
+			}
+			from = to
+		}
+	}
+	for _, k := range order {
+		if n := seen[k]; n > 1 {
+			d := histDup{Subject: k.subject, ProcessInstanceID: k.instance, FromState: k.from, ToState: k.to, N: n}
+			if k.activity != 0 {
+				d.ActivityInstanceID = &k.activity
+			}
+			if k.item != 0 {
+				d.WorkItemID = &k.item
+			}
+			dups = append(dups, d)
+		}
+	}
+	return dups, completions
 }

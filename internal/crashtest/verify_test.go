@@ -162,8 +162,11 @@ func TestVerify(t *testing.T) {
 		{
 			name: "an activity completed twice is a duplicated transition",
 			doctor: func(t *testing.T, db, _ *gorm.DB) {
+				// The transition to Completed again, on its own (the
+				// first one may be the end of a run: Initiated, via
+				// Active, to Completed).
 				doctorSQL(t, db, `INSERT INTO goxpdl_history (process_instance_id, activity_instance_id, work_item_id, subject, from_state, to_state, actor, data, at)
-					SELECT process_instance_id, activity_instance_id, work_item_id, subject, from_state, to_state, actor, data, at
+					SELECT process_instance_id, activity_instance_id, work_item_id, subject, 'Active', to_state, actor, data, at
 					FROM goxpdl_history WHERE id = (SELECT MIN(id) FROM goxpdl_history WHERE subject = 'activity' AND to_state = 'Completed')`)
 			},
 			check: func(t *testing.T, v verification) {

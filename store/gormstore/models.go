@@ -248,16 +248,20 @@ func (m eventModel) values() []any {
 }
 
 type historyModel struct {
-	ID                 int64     `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_history_process,priority:2"`
-	ProcessInstanceID  int64     `gorm:"column:process_instance_id;not null;index:goxpdl_history_process,priority:1"`
-	ActivityInstanceID *int64    `gorm:"column:activity_instance_id"`
-	WorkItemID         *int64    `gorm:"column:work_item_id"`
-	Subject            string    `gorm:"column:subject;size:32;not null"`
-	FromState          string    `gorm:"column:from_state;size:64;not null"`
-	ToState            string    `gorm:"column:to_state;size:64;not null"`
-	Actor              string    `gorm:"column:actor;size:255;not null"`
-	Data               []byte    `gorm:"column:data"`
-	At                 time.Time `gorm:"column:at;not null;precision:6"`
+	ID                 int64  `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_history_process,priority:2"`
+	ProcessInstanceID  int64  `gorm:"column:process_instance_id;not null;index:goxpdl_history_process,priority:1"`
+	ActivityInstanceID *int64 `gorm:"column:activity_instance_id"`
+	WorkItemID         *int64 `gorm:"column:work_item_id"`
+	Subject            string `gorm:"column:subject;size:32;not null"`
+	FromState          string `gorm:"column:from_state;size:64;not null"`
+	ToState            string `gorm:"column:to_state;size:64;not null"`
+	// Via lists the states between FromState and ToState of a row that
+	// holds several transitions (history.go), comma-separated; "" for
+	// one.
+	Via   string    `gorm:"column:via;size:255;not null;default:''"`
+	Actor string    `gorm:"column:actor;size:255;not null"`
+	Data  []byte    `gorm:"column:data"`
+	At    time.Time `gorm:"column:at;not null;precision:6"`
 }
 
 func (historyModel) TableName() string { return tableHistory }

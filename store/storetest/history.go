@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +50,55 @@ func (h *harness) testHistory(t *testing.T) {
 		none, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 3})
 		require.NoError(t, err)
 		require.Empty(t, none)
+	})
+
+	t.Run("RunsOfTransitions", func(t *testing.T) {
+		// Transitions of one subject at one instant, one after the
+		// other, come back as written, whichever way a store keeps them
+		// (gormstore: one row a run), and pages cut into runs.
+		b := h.setup(t)
+		act := ptr(int64(10))
+		step := func(from, to string, at time.Time) store.HistoryEntry {
+			return store.HistoryEntry{ID: nextID(), ProcessInstanceID: 1, ActivityInstanceID: act, Subject: store.SubjectActivity, FromState: from, ToState: to, Actor: "engine", At: at}
+		}
+		entries := []store.HistoryEntry{
+			step("", "Initiated", t0),
+			step("Initiated", "Active", at(time.Millisecond)),
+			step("Active", "Completed", at(time.Millisecond)),
+			{ID: nextID(), ProcessInstanceID: 1, Subject: store.SubjectProcess, FromState: "Running", ToState: "Completed", Actor: "engine", At: at(time.Millisecond)},
+		}
+		// Ten transitions of one subject in a row: more than a run holds.
+		states := []string{"Initiated"}
+		for i := range 10 {
+			states = append(states, fmt.Sprintf("S%d", i))
+			entries = append(entries, step(states[i], states[i+1], at(time.Second)))
+		}
+		// Data, another actor, another instant and a gap in the ids
+		// each end a run.
+		withData := step("S9", "T1", at(time.Second))
+		withData.Data = []byte(`{"x":1}`)
+		other := step("T1", "T2", at(time.Second))
+		other.Actor = "alice"
+		later := step("T2", "T3", at(2*time.Second))
+		nextID()
+		gap := step("T3", "T4", at(2*time.Second))
+		entries = append(entries, withData, other, later, gap)
+		require.NoError(t, b.s.InsertHistory(b.ctx, entries))
+
+		want := slices.Clone(entries)
+		for i := range want {
+			want[i].At = norm(want[i].At)
+		}
+		got, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1})
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		for after := range want {
+			for _, limit := range []int{1, 2, 3, 100} {
+				page, err := b.s.ListHistory(b.ctx, store.ListHistoryParams{ProcessInstanceID: 1, AfterID: want[after].ID, Limit: limit})
+				require.NoError(t, err)
+				require.Equal(t, want[after+1:min(after+1+limit, len(want))], page, "after entry %d, %d at most", after, limit)
+			}
+		}
 	})
 
 	t.Run("ManyEntriesAtOnce", func(t *testing.T) {
