@@ -107,7 +107,8 @@ func TestHeldWritesFoldIntoInserts(t *testing.T) {
 		require.NotContains(t, query, "goxpdl_events")
 		require.Equal(t, 0, strings.Count(query, ";"), "the insert of the activity alone")
 		require.Empty(t, checked)
-		require.Empty(t, enqueue(event(5, "node-1"), mark("node-1", 5)).pipelineText(t), "nothing at all to send")
+		query, _, _ = enqueue(event(5, "node-1"), mark("node-1", 5)).take()
+		require.Empty(t, query, "nothing at all to send")
 	})
 	t.Run("a second mark of a dropped event is a write of its own", func(t *testing.T) {
 		t.Parallel()
@@ -149,11 +150,4 @@ func TestHeldWritesFoldIntoInserts(t *testing.T) {
 		require.Contains(t, upd.query, "UPDATE `goxpdl_activity_instances`")
 		require.Equal(t, []any{"open.running", later, int64(7), int64(1)}, upd.args)
 	})
-}
-
-// pipelineText is the text p would send for its queue.
-func (p *pipeline) pipelineText(t *testing.T) string {
-	t.Helper()
-	query, _, _ := p.take()
-	return query
 }
