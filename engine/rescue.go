@@ -31,29 +31,37 @@ const rescueBatch = 200
 // how many instances it moved on.
 func (e *Engine) rescue(ctx context.Context) (int, error) {
 	rescued := 0
-	after := int64(0)
-	for {
-		stuck, err := e.store.ListProcessInstances(ctx, store.ListProcessInstancesParams{
-			States:          []string{string(wftype.ProcessInitiated), string(wftype.ProcessRunning)},
-			NoPendingEvents: true, AfterID: after, Limit: rescueBatch,
-		})
-		if err != nil {
-			return rescued, err
-		}
-		for _, pi := range stuck {
-			moved, err := e.rescueOne(ctx, pi.ID)
-			if err != nil && !errors.Is(err, ErrNotFound) {
+	// Only the instances that could be stalled are read: an Initiated
+	// one, or a Running one with an Initiated activity, without an
+	// unprocessed event. The many that wait on a work item, a timer or a
+	// message are not (one transaction each would make a sweep cost as
+	// much as all the parked instances there are).
+	for _, look := range []store.ListProcessInstancesParams{
+		{States: []string{string(wftype.ProcessInitiated)}},
+		{States: []string{string(wftype.ProcessRunning)}, ActivityState: string(wftype.ActivityInitiated)},
+	} {
+		look.NoPendingEvents, look.Limit = true, rescueBatch
+		for {
+			stuck, err := e.store.ListProcessInstances(ctx, look)
+			if err != nil {
 				return rescued, err
 			}
-			if moved {
-				rescued++
+			for _, pi := range stuck {
+				moved, err := e.rescueOne(ctx, pi.ID)
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					return rescued, err
+				}
+				if moved {
+					rescued++
+				}
 			}
+			if len(stuck) < rescueBatch {
+				break
+			}
+			look.AfterID = stuck[len(stuck)-1].ID
 		}
-		if len(stuck) < rescueBatch {
-			return rescued, nil
-		}
-		after = stuck[len(stuck)-1].ID
 	}
+	return rescued, nil
 }
 
 // rescueOne sends an instance the events it lacks, in a transaction of

@@ -169,8 +169,8 @@ func (s *snapshot) startedWith(key string) ([]store.ProcessInstance, error) {
 // stalled reports whether process instance id is still among the open
 // instances with no pending event (rescue.go), read now.
 func (s *snapshot) stalled(id int64) (bool, error) {
-	still, err := s.tx.ListProcessInstances(s.run.ctx, store.ListProcessInstancesParams{AfterID: id - 1, Limit: 1, NoPendingEvents: true})
-	return len(still) > 0 && still[0].ID == id, err
+	still, err := s.tx.ListProcessInstances(s.run.ctx, store.ListProcessInstancesParams{IDs: []int64{id}, Limit: 1, NoPendingEvents: true})
+	return len(still) == 1, err
 }
 
 // matchingInstances returns the open instances whose variable holds a

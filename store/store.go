@@ -658,6 +658,12 @@ type ListProcessInstancesParams struct {
 	// NoPendingEvents keeps only instances that have no unprocessed event
 	// in the outbox (claimed or not): those recovery's sweep looks at.
 	NoPendingEvents bool
+	// ActivityState, when not empty, keeps only instances with an
+	// activity instance in that state. Recovery's sweep asks for the
+	// Running instances with an Initiated activity: those a lost
+	// activity.start leaves stalled, and not the many that wait on a work
+	// item, a timer or a message.
+	ActivityState string
 	// Limit, when greater than 0, is the most instances returned.
 	Limit int
 	// ProcessDefID, when not empty, keeps only instances of that XPDL

@@ -403,6 +403,12 @@ func (s *Store) instancesQuery(ctx context.Context, params store.ListProcessInst
 		q = q.Where("NOT EXISTS (SELECT 1 FROM " + tableEvents + " e WHERE e.process_instance_id = " +
 			tableProcessInstances + ".id AND e.processed_at IS NULL)")
 	}
+	if params.ActivityState != "" {
+		// One probe of goxpdl_activity_instances_process_state an
+		// instance.
+		q = q.Where("EXISTS (SELECT 1 FROM "+tableActivityInstances+" a WHERE a.process_instance_id = "+
+			tableProcessInstances+".id AND a.state = ?)", params.ActivityState)
+	}
 	if params.ProcessDefID != "" {
 		q = q.Where("process_def_id = ?", params.ProcessDefID)
 	}

@@ -270,6 +270,21 @@ func (h *harness) testProcessInstances(t *testing.T) {
 		require.NoError(t, b.s.MarkEventsProcessed(b.ctx, store.MarkEventsProcessedParams{IDs: []int64{evs[1].ID}, ProcessedAt: t0}))
 		require.Equal(t, []int64{p3.ID, p5.ID}, list(store.ListProcessInstancesParams{States: []string{"Running"}, NoPendingEvents: true}))
 
+		// Only instances with an activity in a state: p5's activity is
+		// Initiated, p3's Completed, and p1's Initiated one has an event
+		// pending.
+		newActivityInstance(t, b, p5.ID, "A")
+		newActivityInstance(t, b, p1.ID, "A")
+		done := newActivityInstance(t, b, p3.ID, "A")
+		_, err = b.s.UpdateActivityInstance(b.ctx, store.UpdateActivityInstanceParams{
+			ID: done.ID, ExpectedVersion: done.Version, State: "Completed", UpdatedAt: t0,
+		})
+		require.NoError(t, err)
+		require.Equal(t, []int64{p1.ID, p5.ID}, list(store.ListProcessInstancesParams{ActivityState: "Initiated"}))
+		require.Equal(t, []int64{p5.ID}, list(store.ListProcessInstancesParams{
+			States: []string{"Running"}, ActivityState: "Initiated", NoPendingEvents: true,
+		}))
+
 		// Full rows come back, not just ids.
 		got, err := b.s.ListProcessInstances(b.ctx, store.ListProcessInstancesParams{ParentInstanceID: p2.ID})
 		require.NoError(t, err)
