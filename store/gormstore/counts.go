@@ -3,6 +3,7 @@ package gormstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -415,8 +416,11 @@ func (s *Store) CountProcessInstancesPerMinute(ctx context.Context, params store
 // ProcessState.IsFinal; the store does not import wftype).
 var finalProcessStates = []string{"Completed", "Terminated", "Locking"}
 
-// EventBacklog implements store.Tx: both halves walk the unprocessed
-// end of goxpdl_events_claim (processed_at IS NULL, in id order).
+// EventBacklog implements store.Tx. The count walks the unprocessed end
+// of goxpdl_events_unclaimed (processed_at IS NULL). The first event in
+// ID order is the smaller of two: the first unclaimed one, read off the
+// index in its order, and the smallest ID of the claimed ones, whose
+// walk is bounded by the claims the nodes hold (their backlogs).
 func (s *Store) EventBacklog(ctx context.Context, limit int64) (store.EventBacklog, error) {
 	db := s.db.WithContext(ctx)
 	sub := db.Model(&eventModel{}).Select("1").Where("processed_at IS NULL")
@@ -430,12 +434,33 @@ func (s *Store) EventBacklog(ctx context.Context, limit int64) (store.EventBackl
 	if b.Events == 0 {
 		return b, nil
 	}
-	var first []eventModel
-	if err := db.Select("id, created_at").Where("processed_at IS NULL").Order("id").Limit(1).Find(&first).Error; err != nil {
+	var unclaimed []int64
+	err := db.Model(&eventModel{}).Where("processed_at IS NULL AND claimed_until IS NULL").
+		Order(s.claimOrders()[1]).Limit(1).Pluck("id", &unclaimed).Error
+	if err != nil {
 		return b, wrap(err, "event backlog")
 	}
-	if len(first) == 1 {
-		t := rowTime(first[0].CreatedAt)
+	// id + 0: PostgreSQL would otherwise answer MIN(id) by walking the
+	// primary key from its start, through every processed event.
+	var claimed sql.NullInt64
+	err = db.Model(&eventModel{}).Where("processed_at IS NULL AND claimed_until IS NOT NULL").
+		Select("MIN(id + 0)").Scan(&claimed).Error
+	if err != nil {
+		return b, wrap(err, "event backlog")
+	}
+	first := claimed.Int64
+	if len(unclaimed) == 1 && (!claimed.Valid || unclaimed[0] < first) {
+		first = unclaimed[0]
+	}
+	if first == 0 {
+		return b, nil // processed meanwhile
+	}
+	var m []eventModel
+	if err := db.Select("id, created_at").Where("id = ?", first).Find(&m).Error; err != nil {
+		return b, wrap(err, "event backlog")
+	}
+	if len(m) == 1 {
+		t := rowTime(m[0].CreatedAt)
 		b.Oldest = &t
 	}
 	return b, nil

@@ -1,9 +1,11 @@
 package gormstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -135,7 +137,9 @@ func (s *Store) GetEvent(ctx context.Context, id int64) (store.Event, error) {
 }
 
 // ClaimEvents implements store.Tx: select the claimable events, then mark
-// them claimed, in one transaction.
+// them claimed, in one transaction. The events whose claims expired come
+// first, oldest lease first, then those never claimed (or released), in
+// ID order.
 //
 // On MySQL the select is SELECT ... FOR UPDATE SKIP LOCKED, so concurrent
 // claimants lock disjoint rows and never wait for each other; when
@@ -162,22 +166,40 @@ func (s *Store) ClaimEvents(ctx context.Context, params store.ClaimEventsParams)
 	opts := s.txOptions()
 	var ms []eventModel
 	err := s.atomic(ctx, func(db *gorm.DB) error {
-		q := db.Where("processed_at IS NULL AND available_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?)", now, now)
-		switch params.Pool {
-		case store.CriticalPool:
-			q = q.Where("critical = ?", true)
-		case store.NormalPool:
-			q = q.Where("critical = ?", false)
-		}
-		if s.Capabilities().SupportsSkipLocked {
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
-		}
-		if err := q.Order("id").Limit(params.Limit).Find(&ms).Error; err != nil {
-			return err
+		// Two walks of goxpdl_events_unclaimed, each in its own order so
+		// that it stops after the rows it needs: first the claims that
+		// expired (a node that died, a lease that ran out), then the
+		// events nobody claimed, in ID order. Neither reads the rows
+		// whose claims still run: a node's pre-claimed backlog, tens of
+		// thousands of rows under load, sits between the two ranges.
+		for i, where := range claimWalks {
+			args := []any{now}
+			if i == 0 {
+				args = append(args, now)
+			}
+			q := db.Where(where, args...)
+			switch params.Pool {
+			case store.CriticalPool:
+				q = q.Where("critical = ?", true)
+			case store.NormalPool:
+				q = q.Where("critical = ?", false)
+			}
+			if s.Capabilities().SupportsSkipLocked {
+				q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+			}
+			var walked []eventModel
+			if err := q.Order(s.claimOrders()[i]).Limit(params.Limit - len(ms)).Find(&walked).Error; err != nil {
+				return err
+			}
+			ms = append(ms, walked...)
+			if len(ms) == params.Limit {
+				break
+			}
 		}
 		if len(ms) == 0 {
 			return nil
 		}
+		slices.SortFunc(ms, func(a, b eventModel) int { return cmp.Compare(a.ID, b.ID) })
 		ids := make([]int64, len(ms))
 		for i := range ms {
 			ids[i] = ms[i].ID
@@ -199,6 +221,24 @@ func (s *Store) ClaimEvents(ctx context.Context, params store.ClaimEventsParams)
 		out[i] = ms[i].row()
 	}
 	return out, nil
+}
+
+// claimWalks are ClaimEvents' two ranges of goxpdl_events_unclaimed:
+// the expired claims, then the unclaimed events.
+var claimWalks = [2]string{
+	"processed_at IS NULL AND claimed_until <= ? AND available_at <= ?",
+	"processed_at IS NULL AND claimed_until IS NULL AND available_at <= ?",
+}
+
+// claimOrders are the ORDER BY clauses of claimWalks that each database
+// answers in the index's order, without a sort: MariaDB sorts when the
+// columns it holds NULL are named, and PostgreSQL sorts unless they are
+// (it does not take IS NULL as fixing a column).
+func (s *Store) claimOrders() [2]string {
+	if s.dialect == store.DialectPostgres {
+		return [2]string{"processed_at, claimed_until, id", "processed_at, claimed_until, id"}
+	}
+	return [2]string{"claimed_until, id", "id"}
 }
 
 // MarkEventsProcessed implements store.Tx.

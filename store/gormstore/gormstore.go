@@ -230,6 +230,7 @@ var droppedIndexes = []struct {
 	name  string
 }{
 	{&incidentModel{}, "goxpdl_incidents_state"}, // now goxpdl_incidents_cause
+	{&eventModel{}, "goxpdl_events_claim"},       // now goxpdl_events_unclaimed
 }
 
 // inTx reports whether s runs inside a transaction.

@@ -191,6 +191,34 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 }
 
+// A database of the earlier schema claimed through goxpdl_events_claim
+// (processed_at, id); Migrate replaces it with goxpdl_events_unclaimed.
+func TestMigrateReplacesTheClaimIndex(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db := d.open(t)
+			s := newStore(t, db)
+			require.NoError(t, db.Exec("DROP INDEX goxpdl_events_unclaimed"+onEvents(db)).Error)
+			require.NoError(t, db.Exec("CREATE INDEX goxpdl_events_claim ON goxpdl_events (processed_at, id)").Error)
+			require.NoError(t, s.Migrate(ctx))
+			require.False(t, db.Migrator().HasIndex("goxpdl_events", "goxpdl_events_claim"))
+			require.True(t, db.Migrator().HasIndex("goxpdl_events", "goxpdl_events_unclaimed"))
+		})
+	}
+}
+
+// onEvents is what DROP INDEX needs after the index's name: MySQL names
+// the table.
+func onEvents(db *gorm.DB) string {
+	if db.Name() == "mysql" {
+		return " ON goxpdl_events"
+	}
+	return ""
+}
+
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	want := map[string]store.Capabilities{

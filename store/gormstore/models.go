@@ -214,15 +214,18 @@ type visibilityModel struct {
 
 func (visibilityModel) TableName() string { return tableVisibility }
 
-// eventModel is the outbox. The claim query is "unprocessed, available,
-// unclaimed, in ID order, LIMIT n"; the index (processed_at, id) lets both
-// databases walk the unprocessed events already in ID order and stop after
-// n matches, instead of sorting every available event. That matters on
-// MySQL, where FOR UPDATE locks every row the query reads: a sort would
-// lock the whole backlog and SKIP LOCKED would then hide it from the other
-// claimants.
+// eventModel is the outbox. The claim reads goxpdl_events_unclaimed,
+// (processed_at, claimed_until, id), in two ranges: the expired claims
+// (claimed_until up to now) and the unclaimed events (claimed_until NULL,
+// in ID order). Each walk stops after the n rows it needs instead of
+// sorting every available event, and neither walks the claims that still
+// run. That matters on MySQL, where FOR UPDATE locks every row the query
+// reads: a sort would lock the whole backlog, and SKIP LOCKED would then
+// hide it from the other claimants. And a node's pre-claimed backlog can
+// hold tens of thousands of rows: a walk over them for every claim cost
+// ~150 ms on MariaDB at 100,000 parked instances.
 type eventModel struct {
-	ID                int64      `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_events_claim,priority:2"`
+	ID                int64      `gorm:"column:id;primaryKey;autoIncrement:false;index:goxpdl_events_unclaimed,priority:3"`
 	EventID           string     `gorm:"column:event_id;size:255;not null;uniqueIndex:goxpdl_events_event_id"`
 	ProcessInstanceID int64      `gorm:"column:process_instance_id;not null;index:goxpdl_events_process"`
 	Kind              string     `gorm:"column:kind;size:128;not null"`
@@ -230,11 +233,11 @@ type eventModel struct {
 	Critical          bool       `gorm:"column:critical;not null"`
 	CreatedAt         time.Time  `gorm:"column:created_at;not null;precision:6;autoCreateTime:false"`
 	AvailableAt       time.Time  `gorm:"column:available_at;not null;precision:6"`
-	ProcessedAt       *time.Time `gorm:"column:processed_at;precision:6;index:goxpdl_events_claim,priority:1"`
+	ProcessedAt       *time.Time `gorm:"column:processed_at;precision:6;index:goxpdl_events_unclaimed,priority:1"`
 	Attempts          int        `gorm:"column:attempts;not null"`
 	CallFailures      int        `gorm:"column:call_failures;not null;default:0"`
 	ClaimedBy         string     `gorm:"column:claimed_by;size:255;not null"`
-	ClaimedUntil      *time.Time `gorm:"column:claimed_until;precision:6"`
+	ClaimedUntil      *time.Time `gorm:"column:claimed_until;precision:6;index:goxpdl_events_unclaimed,priority:2"`
 }
 
 func (eventModel) TableName() string { return tableEvents }

@@ -45,7 +45,8 @@ func (r *sqlRecorder) take() []string {
 // (BenchmarkConsoleReads in package engine). This test runs every such
 // read on SQLite and fails when EXPLAIN QUERY PLAN shows one of them
 // without the index it was written for, or sorting in a temporary
-// B-tree rather than reading rows in index order.
+// B-tree rather than reading rows in index order. The outbox's claim,
+// which every poll runs, is held to the same.
 func TestConsoleQueriesUseTheirIndexes(t *testing.T) {
 	t.Parallel()
 	db, err := OpenSQLite(filepath.Join(t.TempDir(), "plan.db"))
@@ -145,8 +146,17 @@ func TestConsoleQueriesUseTheirIndexes(t *testing.T) {
 			}
 			return err
 		}, []string{
-			"USING COVERING INDEX goxpdl_events_claim (processed_at=?)",
-			"USING INDEX goxpdl_events_claim (processed_at=?)",
+			"USING COVERING INDEX goxpdl_events_unclaimed (processed_at=?)",
+			"USING COVERING INDEX goxpdl_events_unclaimed (processed_at=? AND claimed_until=?)",
+			"USING COVERING INDEX goxpdl_events_unclaimed (processed_at=? AND claimed_until>?)",
+			"USING INTEGER PRIMARY KEY (rowid=?)",
+		}, true},
+		{"event claim", func() error {
+			_, err := s.ClaimEvents(ctx, store.ClaimEventsParams{Owner: "o", Now: at, LeaseUntil: later, Limit: 10, Pool: store.CriticalPool})
+			return err
+		}, []string{
+			"USING INDEX goxpdl_events_unclaimed (processed_at=? AND claimed_until<?)",
+			"USING INDEX goxpdl_events_unclaimed (processed_at=? AND claimed_until=?)",
 		}, true},
 		{"pending timers", func() error {
 			_, err := s.CountPendingTimers(ctx, store.CountTimersParams{DueBy: at, Limit: 100})
