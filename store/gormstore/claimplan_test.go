@@ -1,10 +1,8 @@
 package gormstore_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,32 +12,8 @@ import (
 
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
+	"github.com/goxpdl/goxpdl/store/gormstore"
 )
-
-// selectRecorder is a gorm logger that keeps the text of every SELECT.
-type selectRecorder struct {
-	logger.Interface
-	mu      sync.Mutex
-	selects []string
-}
-
-func (r *selectRecorder) LogMode(logger.LogLevel) logger.Interface { return r }
-
-func (r *selectRecorder) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	if sql, _ := fc(); strings.HasPrefix(sql, "SELECT") {
-		r.mu.Lock()
-		r.selects = append(r.selects, sql)
-		r.mu.Unlock()
-	}
-}
-
-func (r *selectRecorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.selects
-	r.selects = nil
-	return out
-}
 
 // The claim runs on every poll, and a node's pre-claimed backlog can
 // hold tens of thousands of rows: each of its reads must walk
@@ -51,7 +25,7 @@ func TestClaimWalksTheIndexInOrder(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := t.Context()
-		rec := &selectRecorder{Interface: logger.Discard}
+		rec := &gormstore.SQLRecorder{Interface: logger.Discard}
 		s := newStore(t, db.Session(&gorm.Session{Logger: rec}))
 
 		// Processed, pre-claimed and unclaimed events, enough of them
@@ -73,7 +47,7 @@ func TestClaimWalksTheIndexInOrder(t *testing.T) {
 		}
 		require.NoError(t, s.MarkEventsProcessed(ctx, store.MarkEventsProcessedParams{IDs: done, ProcessedAt: t0}))
 		analyze(t, db)
-		rec.take()
+		rec.Take()
 
 		claimed, err := s.ClaimEvents(ctx, store.ClaimEventsParams{Owner: "o", Now: t0, LeaseUntil: t0.Add(time.Minute), Limit: 10, Pool: store.CriticalPool})
 		require.NoError(t, err)
@@ -83,7 +57,12 @@ func TestClaimWalksTheIndexInOrder(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(400), backlog.Events)
 
-		selects := rec.take()
+		var selects []string
+		for _, sql := range rec.Take() {
+			if strings.HasPrefix(sql, "SELECT") {
+				selects = append(selects, sql)
+			}
+		}
 		require.Len(t, selects, 6, "two walks of the claim, four of the backlog: %q", selects)
 		for _, sql := range selects[:5] { // the last reads one event by its ID
 			plan := explain(t, db, sql)
@@ -130,7 +109,7 @@ func explain(t *testing.T, db *gorm.DB, sql string) string {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }()
 		cols, err := rows.Columns()
 		if err != nil {
 			return err

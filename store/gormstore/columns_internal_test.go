@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -117,4 +118,31 @@ func TestTxOptions(t *testing.T) {
 	s, err := New(db)
 	require.NoError(t, err)
 	require.Empty(t, s.txOptions())
+}
+
+// The schema's fingerprint (schema.go) changes with any field's tag or
+// type, embedded structs included, and with the dialect.
+func TestSchemaFingerprintSeesEveryField(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		Y string `gorm:"column:y;size:64"`
+	}
+	type plain struct {
+		X int `gorm:"column:x"`
+		inner
+	}
+	type indexed struct {
+		X int `gorm:"column:x;index:i"`
+		inner
+	}
+	type wider struct {
+		X int64 `gorm:"column:x"`
+		inner
+	}
+	fields := func(v any) string { return string(appendFields(nil, reflect.TypeOf(v))) }
+	require.Contains(t, fields(plain{}), `field Y string "gorm:\"column:y;size:64\""`)
+	require.NotEqual(t, fields(plain{}), fields(indexed{}))
+	require.NotEqual(t, fields(plain{}), fields(wider{}))
+	require.Len(t, schemaFingerprint(store.DialectMySQL), 64)
+	require.NotEqual(t, schemaFingerprint(store.DialectSQLite), schemaFingerprint(store.DialectPostgres))
 }

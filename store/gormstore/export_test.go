@@ -52,3 +52,10 @@ func CreateAutoIncrementTables(db *gorm.DB) ([]string, error) {
 	}
 	return names, nil
 }
+
+// SQLRecorder is sqlRecorder (plan_internal_test.go), for the external
+// tests.
+type SQLRecorder = sqlRecorder
+
+// Take returns the statements kept since the last Take.
+func (r *sqlRecorder) Take() []string { return r.take() }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -134,7 +133,9 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx store.
 // Migrate creates or updates goxpdl's tables and indexes (GORM
 // AutoMigrate). It must run on a Store over a pool, not inside a
 // transaction: MySQL commits an open transaction on DDL. Running it again
-// is harmless.
+// is harmless, and cheap: it records a fingerprint of the schema it made
+// (goxpdl_schema) and does nothing while the fingerprint is that of the
+// schema this version makes (schema.go).
 //
 // A failure is the database's passing trouble (Transient) when that is
 // what it met: GORM's migrator loses the errors of its probes (HasTable,
@@ -153,6 +154,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 		// are in SQLite. With a _ci collation "E1" and "e1" would be one
 		// unique key.
 		db = db.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+	}
+	if schemaCurrent(db, s.dialect) {
+		return nil // schema.go
 	}
 	err := migrate(db, s.dialect)
 	for tries := 0; err != nil && !Transient(err) && ctx.Err() == nil && tries < 2; tries++ {
@@ -192,12 +196,7 @@ func migrate(db *gorm.DB, dialect string) error {
 	if err != nil {
 		return fmt.Errorf("migrate: look for table %s: %w", tableInstanceCounts, translate(err))
 	}
-	models := allModels
-	if dialect == store.DialectPostgres {
-		models = slices.Clone(allModels)
-		models[slices.IndexFunc(models, func(m any) bool { _, ok := m.(*variableModel); return ok })] = &pgVariableModel{}
-	}
-	if err := db.AutoMigrate(models...); err != nil {
+	if err := db.AutoMigrate(modelsFor(dialect)...); err != nil {
 		return fmt.Errorf("migrate: %w", translate(err))
 	}
 	if dialect == store.DialectPostgres {
@@ -219,6 +218,9 @@ func migrate(db *gorm.DB, dialect string) error {
 		if err := seedInstanceCounts(db); err != nil {
 			return fmt.Errorf("migrate: count process instances: %w", translate(err))
 		}
+	}
+	if err := recordSchema(db, dialect); err != nil {
+		return fmt.Errorf("migrate: record the schema's fingerprint: %w", translate(err))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/goxpdl/goxpdl/store"
 	"github.com/goxpdl/goxpdl/store/dbtest"
@@ -191,6 +192,37 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 }
 
+// Migrate records the fingerprint of the schema it made, and a Migrate
+// that finds it sends one query; a database whose fingerprint is another
+// (an earlier version's) or missing is migrated in full.
+func TestMigrateSkipsACurrentSchema(t *testing.T) {
+	t.Parallel()
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db := d.open(t)
+			rec := &gormstore.SQLRecorder{Interface: logger.Discard}
+			s := newStore(t, db.Session(&gorm.Session{Logger: rec}))
+			rec.Take()
+			require.NoError(t, s.Migrate(ctx))
+			read := rec.Take()
+			require.Len(t, read, 1, "a current schema: one read of its fingerprint")
+			require.Contains(t, read[0], "goxpdl_schema")
+
+			// Another version's fingerprint: a full migration, which
+			// puts back what that version lacks.
+			require.NoError(t, db.Exec("UPDATE goxpdl_schema SET fingerprint = 'earlier'").Error)
+			require.NoError(t, db.Migrator().DropColumn("goxpdl_process_instances", "depth"))
+			require.NoError(t, s.Migrate(ctx))
+			require.True(t, db.Migrator().HasColumn("goxpdl_process_instances", "depth"))
+			require.Greater(t, len(rec.Take()), 10)
+			require.NoError(t, s.Migrate(ctx))
+			require.Len(t, rec.Take(), 1, "current again")
+		})
+	}
+}
+
 // A database of the earlier schema claimed through goxpdl_events_claim
 // (processed_at, id); Migrate replaces it with goxpdl_events_unclaimed.
 func TestMigrateReplacesTheClaimIndex(t *testing.T) {
@@ -201,6 +233,7 @@ func TestMigrateReplacesTheClaimIndex(t *testing.T) {
 			ctx := t.Context()
 			db := d.open(t)
 			s := newStore(t, db)
+			require.NoError(t, db.Exec("DELETE FROM goxpdl_schema").Error) // a database of the earlier schema
 			require.NoError(t, db.Exec("DROP INDEX goxpdl_events_unclaimed"+onEvents(db)).Error)
 			require.NoError(t, db.Exec("CREATE INDEX goxpdl_events_claim ON goxpdl_events (processed_at, id)").Error)
 			require.NoError(t, s.Migrate(ctx))
@@ -362,6 +395,7 @@ func TestMigrateAddsLoopColumns(t *testing.T) {
 			for _, col := range []string{"loop_parent_id", "loop_index", "loop_state"} {
 				require.NoError(t, db.Exec("ALTER TABLE goxpdl_activity_instances DROP COLUMN "+col).Error)
 			}
+			require.NoError(t, db.Exec("DELETE FROM goxpdl_schema").Error) // the earlier schema had none
 			require.NoError(t, s.Migrate(ctx))
 			got, err := s.GetActivityInstance(ctx, rows[0].ID)
 			require.NoError(t, err)
@@ -432,6 +466,7 @@ func TestMigrateAddsDepthToStoredInstances(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, db.Migrator().DropColumn("goxpdl_process_instances", "depth"))
 			require.False(t, db.Migrator().HasColumn("goxpdl_process_instances", "depth"))
+			require.NoError(t, db.Exec("DELETE FROM goxpdl_schema").Error) // the earlier schema had none
 
 			require.NoError(t, s.Migrate(ctx))
 			got, err := s.GetProcessInstance(ctx, old.ID)
