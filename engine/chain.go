@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goxpdl/goxpdl/scheduler"
 	"github.com/goxpdl/goxpdl/store"
 )
 
@@ -15,9 +16,11 @@ import (
 const DefaultChainSteps = 16
 
 // A chain (Config.ChainSteps) processes the events a step sends its own
-// instance, due at once, in the step's database transaction instead of
-// after its commit: the next activity of a sequence starts in the same
-// transaction as the one before it completed. The events are still
+// instance, due at once, and those of the instance that wait in its
+// mailbox behind the step's event (scheduler.Take), in the step's
+// database transaction instead of after its commit: the next activity
+// of a sequence starts in the same transaction as the one before it
+// completed, and the branches of a parallel split run in one. The events are still
 // written and marked processed, each step is still a run of its own with
 // its own history, records and observations, and each runs in a
 // savepoint, so a step that fails is rolled back alone and the steps
@@ -42,6 +45,11 @@ type chainMode struct {
 	// critical: the chain follows a critical step, in a worker of the
 	// critical pool.
 	critical bool
+	// after is the event of the step the chain follows, the one the
+	// scheduler is handling for the instance: the chain may take the
+	// events queued behind it in the instance's mailbox
+	// (scheduler.Take).
+	after int64
 }
 
 // chainLink is one event a chain processed, or tried to.
@@ -57,6 +65,9 @@ type chainLink struct {
 	doomed  map[string]failure
 	actIDs  map[string]int64
 	calling bool // the failed step called an application
+	// taken: ev came from the instance's mailbox (scheduler.Take), not
+	// from a step of the chain; it is settled with the scheduler.
+	taken bool
 }
 
 // chainable reports whether ev, sent by a run of instance pi, may be
@@ -68,13 +79,38 @@ func (e *Engine) chainable(pi int64, ev store.Event) bool {
 		(ev.Kind == evActivityStart || ev.Kind == evSchedule)
 }
 
+// takable reports whether ev, queued in the mailbox of instance pi, may
+// be taken into a chain: it is chainable and a third of its claim's
+// lease is left (Engine.takeMargin). A chained step's processed mark,
+// the fence of the claim, may be sent only at the commit: a claim that
+// ran out meanwhile would fail the whole transaction rather than that
+// step.
+func (e *Engine) takable(pi int64, now time.Time, ev store.Event) bool {
+	return e.chainable(pi, ev) && ev.ClaimedUntil.Sub(now) > e.takeMargin
+}
+
+// giveBack returns to the scheduler the events a chain took from the
+// mailbox, unprocessed: its transaction did not commit.
+func (e *Engine) giveBack(links []*chainLink) {
+	for _, l := range links {
+		if l.taken {
+			e.sched.Settle(scheduler.GivenBack, l.ev)
+		}
+	}
+}
+
 // chain processes, after first's flush in the same transaction, the
-// events first sent its instance and those the chained steps send in
-// turn, oldest first, at most Config.ChainSteps, each in a savepoint. It
-// stops at a step that fails, and when process control waits for the
-// transaction's lane (commitLane.mayChain). It returns the
-// links it made; an error only when a savepoint itself failed, which
-// fails the transaction.
+// events of its instance that come next: those queued in the instance's
+// mailbox behind the event first handles (mode.after), then those first
+// sent its instance and those the chained steps send in turn, oldest
+// first, at most Config.ChainSteps, each in a savepoint. It stops at a
+// step that fails, at a queued event it may not take (not chainable: it
+// is handled in turn after the commit), and when process control waits
+// for the transaction's lane (commitLane.mayChain). It returns the links
+// it made; an error only when a savepoint itself failed, which fails the
+// transaction. The events it took from the mailbox are settled with the
+// scheduler by chained after the commit, or given back (giveBack) when
+// the transaction does not commit.
 //
 // The savepoints are deferred (store.Tx.DeferredSavepoint): a step that
 // succeeds leaves its writes held, to be sent with the next step's or at
@@ -119,21 +155,24 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 	take(first)
 	cur := first.committed()
 	var links []*chainLink
-	for len(queue) > 0 && len(links) < e.chainSteps {
+	takable := func(ev store.Event) bool { return e.takable(first.pi.ID, e.clock.Now(), ev) }
+	for len(links) < e.chainSteps {
 		if lane != nil && !lane.mayChain(e.chainsInGroups) {
 			break // process control waits for the lane, or others share it
 		}
 		if mode.critical && e.sched.CriticalWaiting() > 0 {
 			break // process control waits for this worker
 		}
-		if e.sched.Queued(first.pi.ID) > 0 {
-			// Another event of the instance waits: it comes first, as
-			// its mailbox would hand it out before these.
-			break
+		// The events waiting in the instance's mailbox come first, as
+		// the mailbox would hand them out before those of this chain.
+		ev, taken := e.sched.Take(first.pi.ID, mode.after, takable)
+		if !taken {
+			if len(queue) == 0 || e.sched.Queued(first.pi.ID) > 0 {
+				break // nothing to chain, or a queued event to be handled in turn
+			}
+			ev, queue = queue[0], queue[1:]
 		}
-		ev := queue[0]
-		queue = queue[1:]
-		link := &chainLink{ev: ev, doomed: map[string]failure{}, actIDs: map[string]int64{}}
+		link := &chainLink{ev: ev, taken: taken, doomed: map[string]failure{}, actIDs: map[string]int64{}}
 		if p := prior[chainKey(ev)]; p != nil {
 			// The transaction runs again (a group replayed, a failed
 			// commit) and this step with it: it keeps what it learnt,
@@ -211,6 +250,9 @@ func (e *Engine) chained(ctx context.Context, links []*chainLink, dispatch func(
 		switch {
 		case l.r != nil:
 			e.chainedSteps.Add(1)
+			if l.taken {
+				e.sched.Settle(scheduler.Handled, l.ev)
+			}
 			r := l.r
 			if !r.nextDue.IsZero() {
 				e.timers.Armed(r.nextDue)
@@ -224,8 +266,15 @@ func (e *Engine) chained(ctx context.Context, links []*chainLink, dispatch func(
 			if l.calling {
 				e.maybeCalled.Store(l.ev.ID, true)
 			}
-			dispatch([]store.Event{l.ev})
+			if l.taken {
+				e.sched.Settle(scheduler.GivenBack, l.ev)
+			} else {
+				dispatch([]store.Event{l.ev})
+			}
 		default:
+			if l.taken {
+				e.sched.Settle(scheduler.Failed, l.ev)
+			}
 			e.observeChained(ctx, l, EventRetried, l.err)
 			if err := e.retryLater(ctx, l.ev, l.err); err != nil {
 				e.log.Debug("a chained step failed; its event is retried", "event", l.ev.ID, "kind", l.ev.Kind, "err", err)

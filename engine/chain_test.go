@@ -213,3 +213,95 @@ func chainGivesWay(t *testing.T, db *gorm.DB) {
 	h.requireState(b, wftype.ProcessCompleted)
 	require.Positive(t, alone.of(a), "A's chain stopped after S1: S2 ran on its own")
 }
+
+// fanToolPackage is a parallel split into n automatic activities B1 ...
+// Bn, each a call of the application "risky", and their join.
+func fanToolPackage(id string, n int) string {
+	acts := xpdltest.Activity("Split", "<Route/>", "", "and") + xpdltest.Activity("Join", "<Route/>", "and", "")
+	var trans strings.Builder
+	for i := 1; i <= n; i++ {
+		acts += tool(fmt.Sprintf("B%d", i), "risky")
+		trans.WriteString(xpdltest.Transition(fmt.Sprintf("s%d", i), fmt.Sprintf("Split>B%d", i)))
+		trans.WriteString(xpdltest.Transition(fmt.Sprintf("j%d", i), fmt.Sprintf("B%d>Join", i)))
+	}
+	return toolPackage(id, acts, trans.String())
+}
+
+// A chain takes the events waiting in its instance's mailbox too: with
+// two steps a chain, the schedule after the split chains B1 and B2 and
+// leaves B3 ... B6 to the mailbox, where B3's step takes B4 and B5 into
+// its chain; only B3 and B6 run in transactions of their own (without
+// taking, B3 ... B6 would each run alone).
+func TestChainTakesTheStepsQueuedInTheMailbox(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		alone := &stepsAlone{n: map[int64]int{}}
+		h := newHarness(t, db, func(c *engine.Config) {
+			c.ChainSteps = 2
+			c.Observer = alone
+		})
+		var mu sync.Mutex
+		var calls []string
+		h.e.RegisterApplication("risky", func(_ context.Context, c *engine.Call) (map[string]any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, c.ActivityID)
+			return nil, nil
+		})
+		h.start()
+		h.deploy(fanToolPackage("fantake", 6))
+		id := h.startProcess("fantake", "", nil)
+		h.requireState(id, wftype.ProcessCompleted)
+
+		require.Equal(t, []string{"B1", "B2", "B3", "B4", "B5", "B6"}, calls, "each branch once, in the order of their events")
+		require.Equal(t, 2, alone.of(id), "B3 and B6 ran on their own")
+		require.Equal(t, uint64(4), h.e.Stats().Chained, "B1, B2 after the schedule; B4, B5 after B3")
+		completed := 0
+		for _, e := range h.history(id) {
+			if strings.HasPrefix(e.Activity, "B") && e.To == string(wftype.ActivityCompleted) {
+				completed++
+			}
+		}
+		require.Equal(t, 6, completed)
+	})
+}
+
+// A step taken from the mailbox that fails is retried alone, as a
+// chained step that fails is: B4's first call fails, the steps before it
+// in B3's chain commit, B5 and B6 run after it, and B4 runs again after
+// the policy's backoff.
+func TestTakenStepThatFailsIsRetriedAlone(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		require.NoError(t, db.Exec("CREATE TABLE fan_rows (k VARCHAR(64) NOT NULL)").Error)
+		h := newHarness(t, db, func(c *engine.Config) { c.ChainSteps = 2 })
+		var mu sync.Mutex
+		var calls []string
+		failed := false
+		h.e.RegisterApplication("risky", func(_ context.Context, c *engine.Call) (map[string]any, error) {
+			mu.Lock()
+			calls = append(calls, c.ActivityID)
+			fail := c.ActivityID == "B4" && !failed
+			failed = failed || fail
+			mu.Unlock()
+			if err := c.Tx.Exec("INSERT INTO fan_rows (k) VALUES (?)", c.ActivityID).Error; err != nil {
+				return nil, err
+			}
+			if fail {
+				return nil, engine.Retryable(errors.New("not yet"))
+			}
+			return nil, nil
+		})
+		h.start()
+		h.deploy(fanToolPackage("fanfail", 6))
+		id := h.startProcess("fanfail", "", nil)
+		h.requireState(id, wftype.ProcessCompleted)
+
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []string{"B1", "B2", "B3", "B4", "B5", "B6", "B4"}, calls)
+		var rows []string
+		require.NoError(t, db.Raw("SELECT k FROM fan_rows ORDER BY k").Scan(&rows).Error)
+		require.Equal(t, []string{"B1", "B2", "B3", "B4", "B5", "B6"}, rows, "the failed call's row rolled back with its step alone")
+	})
+}

@@ -265,9 +265,11 @@ type Config struct {
 	// ChainSteps is how many events of its own instance a step may
 	// process after its own in its database transaction: when a step
 	// sends its instance an event due at once (the next activity of a
-	// sequence, an instance's first activities), that event is processed
-	// right away, in a savepoint of the same transaction, instead of
-	// after the commit in a transaction of its own (engine/chain.go). A
+	// sequence, an instance's first activities), or such an event waits
+	// in the instance's mailbox (the branches of a parallel split), that
+	// event is processed right away, in a savepoint of the same
+	// transaction, instead of after the commit in a transaction of its
+	// own (engine/chain.go). A
 	// sequence of automatic activities then costs one commit rather than
 	// one each, and nothing else changes: each step is still a run of
 	// its own, with its own history, records and observations, a step
@@ -382,6 +384,9 @@ type Engine struct {
 	chainSteps   int
 	chainedSteps atomic.Uint64
 	maybeCalled  calledSet
+	// takeMargin is how much of its claim a queued event must have left
+	// for a chain to take it from its mailbox (chain.go, takable).
+	takeMargin time.Duration
 
 	commits *groupCommitter
 	// ids makes the IDs of the rows the engine writes (package idgen).
@@ -531,6 +536,7 @@ func New(cfg Config) (*Engine, error) {
 	case cfg.ChainSteps > 0:
 		e.chainSteps = cfg.ChainSteps
 	}
+	e.takeMargin = cfg.EventLease / 3
 	if e.observer != nil {
 		e.commits.observe = func(o GroupCommitted) { e.observe(func(obs Observer) { obs.GroupCommitted(o) }) }
 	}

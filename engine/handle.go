@@ -68,8 +68,11 @@ func (e *Engine) process(ctx context.Context, ev store.Event) (EventResult, erro
 	e.ids.Observe(ev.ID)
 	// A critical event's steps do not chain, but for an instance's
 	// process.schedule: the steps after it start the instance's work.
-	chain := !ev.Critical || ev.Kind == evSchedule
-	err := e.transactChain(ctx, nil, "engine", ev.Critical, chain, e.eventBody(ev, p))
+	var chainAfter int64
+	if !ev.Critical || ev.Kind == evSchedule {
+		chainAfter = ev.ID
+	}
+	err := e.transactChain(ctx, nil, "engine", ev.Critical, chainAfter, e.eventBody(ev, p))
 	if errors.Is(err, store.ErrLeaseLost) {
 		// Another node has the event now, or processed it already (a
 		// second delivery): it is theirs.
@@ -181,14 +184,15 @@ func (e *Engine) transact(ctx context.Context, hostTx *gorm.DB, actor string, fn
 // suspend, resume, terminate, deadlines, recovery), which takes the group
 // committer's critical lane, or a normal one.
 func (e *Engine) transactAs(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, fn body) error {
-	return e.transactChain(ctx, hostTx, actor, critical, false, fn)
+	return e.transactChain(ctx, hostTx, actor, critical, 0, fn)
 }
 
-// transactChain is transactAs, and when chain is set (an event's step,
-// in the engine's own transaction) the events the run sends its own
-// instance are processed in the same transaction (chain.go).
-func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor string, critical, chain bool, fn body) error {
-	chain = chain && hostTx == nil && e.chainSteps > 0
+// transactChain is transactAs, and when chainAfter is set (the event
+// whose step fn is, in the engine's own transaction) the events that
+// step sends its own instance, and those that wait in the instance's
+// mailbox, are processed in the same transaction (chain.go).
+func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor string, critical bool, chainAfter int64, fn body) error {
+	chain := chainAfter != 0 && hostTx == nil && e.chainSteps > 0
 	var links []*chainLink
 	prior := map[string]*chainLink{} // the links of earlier attempts, by chainKey
 	doomed := map[string]failure{}
@@ -211,6 +215,10 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 			for _, l := range links {
 				prior[chainKey(l.ev)] = l
 			}
+			// The events the last attempt's chain took from the
+			// mailbox go back to it: this attempt's chain takes them
+			// again, or leaves them to be handled in turn.
+			e.giveBack(links)
 			links = nil
 			r = e.newRun(ctx, tx, actor)
 			r.calls = &calls
@@ -228,7 +236,7 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 			if r, err = r.write(w, hostTx != nil); err != nil || w == nil || r.pi.ID == 0 || !chain {
 				return err
 			}
-			links, err = e.chain(ctx, tx, r, &calls, prior, chainMode{strict: bodies > 1, critical: critical})
+			links, err = e.chain(ctx, tx, r, &calls, prior, chainMode{strict: bodies > 1, critical: critical, after: chainAfter})
 			return err
 		}
 		var err error
@@ -269,6 +277,7 @@ func (e *Engine) transactChain(ctx context.Context, hostTx *gorm.DB, actor strin
 						e.bus.Abandon(ctx, l.r.published)
 					}
 				}
+				e.giveBack(links)
 			}
 			return err
 		}

@@ -28,6 +28,13 @@
 //     This is a first line only: after a restart or on another node the
 //     same event can be handled again (the bus delivers at least once), and
 //     the handler must recognise events it has already applied.
+//   - The Handler of an instance's running event may take the events
+//     queued behind it in that instance's mailbox, one at a time from the
+//     head (Take), to process them itself (the engine's chains run them in
+//     the running event's transaction). A taken event is held, so its
+//     duplicates are dropped, until the Handler settles it (Settle):
+//     handled (remembered as handled), failed (forgotten, as a Handler
+//     error forgets an event) or given back (queued again at the head).
 //   - A Handler error is logged and counted, and the event is dropped from
 //     its mailbox: it stays unprocessed in the outbox and the bus's poller
 //     delivers it again once its lease expires (or when the handler

@@ -64,6 +64,7 @@ type mailbox struct {
 	instance int64
 	events   []store.Event // queued, in ID order
 	current  int64         // ID of the event being handled; 0 when none
+	taken    []int64       // IDs Take handed to current's handler, not yet settled
 	recent   recentIDs     // IDs handled successfully
 
 	sched  schedState
@@ -76,7 +77,7 @@ type mailbox struct {
 // holds reports whether the mailbox has the event queued or running, or
 // handled it successfully lately.
 func (mb *mailbox) holds(id int64) bool {
-	if id == mb.current || mb.recent.has(id) {
+	if id == mb.current || mb.recent.has(id) || slices.Contains(mb.taken, id) {
 		return true
 	}
 	_, found := mb.find(id)
@@ -102,6 +103,16 @@ func (mb *mailbox) pop() store.Event {
 		mb.events = nil // let the backing array go
 	}
 	return ev
+}
+
+// settleTaken forgets id as taken and reports whether it was.
+func (mb *mailbox) settleTaken(id int64) bool {
+	i := slices.Index(mb.taken, id)
+	if i < 0 {
+		return false
+	}
+	mb.taken = slices.Delete(mb.taken, i, i+1)
+	return true
 }
 
 // recentIDs is a bounded set of IDs that forgets the oldest first.
