@@ -165,9 +165,9 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		}
 		// The events waiting in the instance's mailbox come first, as
 		// the mailbox would hand them out before those of this chain.
-		ev, taken := e.sched.Take(first.pi.ID, mode.after, takable)
+		ev, taken, left := e.sched.Take(first.pi.ID, mode.after, takable)
 		if !taken {
-			if len(queue) == 0 || e.sched.Queued(first.pi.ID) > 0 {
+			if len(queue) == 0 || left > 0 {
 				break // nothing to chain, or a queued event to be handled in turn
 			}
 			ev, queue = queue[0], queue[1:]

@@ -10,29 +10,33 @@ import (
 // instance the next event of that instance's mailbox, when want accepts
 // it, for the Handler to process in running's own step: the engine's
 // chains process an instance's queued steps in the transaction of the
-// step before them. It reports false, taking nothing, when the mailbox
-// is empty, its head is not wanted, or running is not the event being
-// handled there (a caller that is not that Handler cannot take the
-// instance's events out of turn).
+// step before them. Take takes nothing when the mailbox is empty, its
+// head is not wanted, or running is not the event being handled there
+// (a caller that is not that Handler cannot take the instance's events
+// out of turn); left then says how many events of the instance wait, as
+// Queued would.
 //
-// The event leaves the mailbox's queue but stays held: a duplicate
+// A taken event leaves the mailbox's queue but stays held: a duplicate
 // delivery of it is dropped until the Handler settles it with Settle,
 // which it must do before it returns.
-func (s *Scheduler) Take(instance, running int64, want func(store.Event) bool) (store.Event, bool) {
+func (s *Scheduler) Take(instance, running int64, want func(store.Event) bool) (ev store.Event, taken bool, left int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mb := s.mailboxes[instance]
-	if mb == nil || running == 0 || mb.current != running || len(mb.events) == 0 || !want(mb.events[0]) {
-		return store.Event{}, false
+	if mb == nil {
+		return store.Event{}, false, 0
 	}
-	ev := mb.pop()
+	if running == 0 || mb.current != running || len(mb.events) == 0 || !want(mb.events[0]) {
+		return store.Event{}, false, len(mb.events)
+	}
+	ev = mb.pop()
 	if len(mb.events) == 0 {
 		s.nonEmpty--
 	}
 	s.queued--
 	mb.taken = append(mb.taken, ev.ID)
 	s.updateIdleLocked()
-	return ev, true
+	return ev, true, len(mb.events)
 }
 
 // Settlement is what came of an event Take handed out.

@@ -49,19 +49,22 @@ func TestTakeHandsTheRunningHandlerItsQueue(t *testing.T) {
 				return nil
 			}
 			s := b.sched
-			_, ok := s.Take(5, 99, chainable)
+			_, ok, left := s.Take(5, 99, chainable)
 			assert.False(t, ok, "only the handler of the running event takes")
-			_, ok = s.Take(6, 1, chainable)
+			assert.Equal(t, 3, left)
+			_, ok, _ = s.Take(6, 1, chainable)
 			assert.False(t, ok, "nor from another instance's mailbox")
 
-			got, ok := s.Take(5, 1, chainable)
+			got, ok, left := s.Take(5, 1, chainable)
 			assert.True(t, ok)
 			assert.Equal(t, int64(2), got.ID, "the head of the mailbox")
+			assert.Equal(t, 2, left)
 			assert.Equal(t, 2, s.Queued(5))
 			s.Deliver([]store.Event{got}) // a duplicate while it is taken
 			assert.Equal(t, uint64(1), s.Stats().EventsDuplicate)
-			_, ok = s.Take(5, 1, chainable)
+			_, ok, left = s.Take(5, 1, chainable)
 			assert.False(t, ok, "the head (3) is not wanted: it waits its turn")
+			assert.Equal(t, 2, left)
 			s.Settle(scheduler.Handled, got)
 			return nil
 		},
@@ -93,9 +96,9 @@ func TestEventsGivenBackAreHandledInTurn(t *testing.T) {
 			if ev.ID != 1 {
 				return nil
 			}
-			two, ok := b.sched.Take(5, 1, all)
+			two, ok, _ := b.sched.Take(5, 1, all)
 			assert.True(t, ok)
-			three, ok := b.sched.Take(5, 1, all)
+			three, ok, _ := b.sched.Take(5, 1, all)
 			assert.True(t, ok)
 			b.sched.Settle(scheduler.Failed, three)
 			b.sched.Settle(scheduler.GivenBack, two)
@@ -126,7 +129,7 @@ func TestEventsGivenBackDuringAGracefulStopAreDrained(t *testing.T) {
 			if ev.ID != 1 {
 				return nil
 			}
-			two, ok := b.sched.Take(5, 1, all)
+			two, ok, _ := b.sched.Take(5, 1, all)
 			assert.True(t, ok)
 			<-draining
 			b.sched.Settle(scheduler.GivenBack, two)
