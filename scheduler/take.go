@@ -49,9 +49,10 @@ const (
 	// Failed: the event was not processed and its Handler saw to its
 	// retry, as when a Handler returns an error: it is forgotten.
 	Failed
-	// GivenBack: the event was not processed and goes back to the head
-	// of its mailbox, to be handed out in turn (after the running event,
-	// or to the next Take).
+	// GivenBack: the event was not processed and is queued in its
+	// mailbox again, in ID order (ahead of the events that were queued
+	// behind it), to be handed out in turn: after the running event, or
+	// to the next Take.
 	GivenBack
 )
 
@@ -79,14 +80,7 @@ func (s *Scheduler) Settle(how Settlement, events ...store.Event) {
 				dropped++
 				continue
 			}
-			if len(mb.events) == 0 {
-				s.nonEmpty++
-			}
-			mb.insert(ev)
-			s.queued++
-			if mb.sched != schedBusy {
-				s.scheduleLocked(mb)
-			}
+			s.deliverLocked(ev) // queued again, in ID order
 		}
 	}
 	s.updateIdleLocked()
