@@ -34,7 +34,7 @@
 //     the running event's transaction). A taken event is held, so its
 //     duplicates are dropped, until the Handler settles it (Settle):
 //     handled (remembered as handled), failed (forgotten, as a Handler
-//     error forgets an event) or given back (queued again at the head).
+//     error forgets an event) or given back (queued again, in ID order).
 //   - A Handler error is logged and counted, and the event is dropped from
 //     its mailbox: it stays unprocessed in the outbox and the bus's poller
 //     delivers it again once its lease expires (or when the handler
