@@ -77,7 +77,8 @@ make test-peers                          # every workload with 5 instances on SQ
 MariaDB is used at 127.0.0.1:3306 as root without a password (flags
 ` + "`-mysql-host`, `-mysql-port`, `-mysql-user`, `-mysql-password`" + `); when it does
 not answer, its runs are skipped and the report says so. One measurement
-alone: ` + "`cd bench/peers && go run . one -engine go-workflows -workload W2 -db sqlite -sqlite /tmp/x.sqlite`" + `.
+alone: ` + "`cd bench/peers && go run . one -engine go-workflows -workload W2 -db sqlite -sqlite /tmp/x.sqlite`" + `
+(add ` + "`-cpuprofile FILE`" + ` for a CPU profile of it, for ` + "`go tool pprof`" + `).
 ` + "`go run . suite -from ../../docs/benchmarks.json`" + ` writes the report again from
 the raw figures of the last sitting, without running anything.
 ` + "`make test-peers`" + ` (` + "`go test`" + ` in bench/peers, which CI runs) runs every

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 )
 
 // programStart is when this process began (W6's restart is measured from
@@ -68,11 +69,19 @@ func mainOne(ctx context.Context, args []string) error {
 	fs.IntVar(&spec.Clients, "clients", 8, "client goroutines")
 	fs.StringVar(&spec.Phase, "phase", phasePark, "W6: park | restart")
 	fs.StringVar(&spec.WorkerName, "worker-name", "", "go-workflows' worker name (default: a new random one)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole measurement to this file, for \"go tool pprof\"")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if spec.N == 0 {
 		spec.N = sizes(false)[spec.Workload]
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	res, err := runOne(ctx, spec)
 	if err != nil {
@@ -103,4 +112,23 @@ func sizes(quick bool) map[string]int {
 		return map[string]int{"W1": 100, "W1s": 20, "W2": 5, "W3": 50, "W4": 50, "W5": 300, "W6": 300}
 	}
 	return map[string]int{"W1": 2000, "W1s": 200, "W2": 100, "W3": 500, "W4": 1000, "W5": 10000, "W6": 10000}
+}
+
+// startCPUProfile starts writing a CPU profile to path; the function it
+// returns stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "peers: cpuprofile: %v\n", err)
+		}
+	}, nil
 }
