@@ -155,7 +155,6 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 	take(first)
 	cur := first.committed()
 	var links []*chainLink
-	takable := func(ev store.Event) bool { return e.takable(first.pi.ID, e.clock.Now(), ev) }
 	for len(links) < e.chainSteps {
 		if lane != nil && !lane.mayChain(e.chainsInGroups) {
 			break // process control waits for the lane, or others share it
@@ -165,7 +164,10 @@ func (e *Engine) chain(ctx context.Context, tx store.Tx, first *run, calls *[]Ap
 		}
 		// The events waiting in the instance's mailbox come first, as
 		// the mailbox would hand them out before those of this chain.
-		ev, taken, left := e.sched.Take(first.pi.ID, mode.after, takable)
+		// Now is read before Take, which calls takable under the
+		// scheduler's lock: a clock is not called with that lock held.
+		now := e.clock.Now()
+		ev, taken, left := e.sched.Take(first.pi.ID, mode.after, func(ev store.Event) bool { return e.takable(first.pi.ID, now, ev) })
 		if !taken {
 			if len(queue) == 0 || left > 0 {
 				break // nothing to chain, or a queued event to be handled in turn

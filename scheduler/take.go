@@ -16,6 +16,9 @@ import (
 // out of turn); left then says how many events of the instance wait, as
 // Queued would.
 //
+// want runs with the Scheduler's lock held: it must be quick and must not
+// call the Scheduler, or anything that might wait for it.
+//
 // A taken event leaves the mailbox's queue but stays held: a duplicate
 // delivery of it is dropped until the Handler settles it with Settle,
 // which it must do before it returns.
